@@ -8,6 +8,7 @@ that is also written to ``run_config.json`` beside the results it produced).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,11 +23,13 @@ from dpminimax.algorithms.jagielski2019 import LogisticMixture
 from dpminimax.atomic import atomic_path, write_json
 from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_attack
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared, save_prepared
+from dpminimax.data.inputs import split_inputs
 from dpminimax.device import default_device
 from dpminimax.experiments import parse_epsilon
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.metrics import classification_report
 from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.models.network import BatchedNetwork
 from dpminimax.provenance import code_fingerprint
 from dpminimax.report import concat_results, series_table, summarize, write_table
 from dpminimax.report.claims import claims_table, write_claims_table
@@ -130,8 +133,7 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Pa
     })
     with atomic_path(out / "model.pt") as tmp:
         torch.save({
-            "model": {"name": fit.model.name, "num_features": fit.model.num_features,
-                      "num_classes": fit.model.num_classes},
+            "model": {"name": fit.model.name, **_plain_fields(fit.model)},
             "state": {k: v.cpu() for k, v in fit.state.items()},
             "run_ids": [run.run_id for run in fit.runs],
         }, tmp)
@@ -196,13 +198,11 @@ def _plain(value: Any) -> Any:
 def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
                device: torch.device, records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run: identity, resolved parameters, test and train metrics, privacy."""
-    x_test = torch.as_tensor(data.x_test, device=device)
-    predictions = fit.model.predict(fit.state, x_test).cpu().numpy()
-    train_predictions = fit.model.predict(
-        fit.state, torch.as_tensor(data.x_train, device=device)).cpu().numpy()
+    x_train = split_inputs(data, "train", device)
+    predictions = fit.model.predict(fit.state, split_inputs(data, "test", device)).cpu().numpy()
+    train_predictions = fit.model.predict(fit.state, x_train).cpu().numpy()
     train_losses = fit.model.losses(
-        fit.state, torch.as_tensor(data.x_train, device=device),
-        torch.as_tensor(data.y_train, device=device),
+        fit.state, x_train, torch.as_tensor(data.y_train, device=device),
     ).mean(dim=1).cpu().numpy()
     extra = method.extra_metrics(fit, data, device)
     rows = []
@@ -238,8 +238,9 @@ def attack(train_dir: str | Path, data_dir: str | Path, out_path: str | Path) ->
     data = load_prepared(data_dir)
     metrics = pd.read_parquet(train_dir / "metrics.parquet")
     model, state, run_ids = _load_model(train_dir / "model.pt")
-    member = model.losses(state, torch.as_tensor(data.x_train), torch.as_tensor(data.y_train))
-    nonmember = model.losses(state, torch.as_tensor(data.x_test), torch.as_tensor(data.y_test))
+    cpu = torch.device("cpu")
+    member = model.losses(state, split_inputs(data, "train", cpu), torch.as_tensor(data.y_train))
+    nonmember = model.losses(state, split_inputs(data, "test", cpu), torch.as_tensor(data.y_test))
     rows = []
     for r, run_id in enumerate(run_ids):
         info = metrics.loc[metrics["run_id"] == run_id].iloc[0]
@@ -364,8 +365,15 @@ def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
     }
 
 
-#: Saved model name -> its class (rebuilt from ``num_features`` and ``num_classes``).
-SAVED_MODELS = {cls.name: cls for cls in (BatchedLogisticRegression, LogisticMixture)}
+#: Saved model name -> its class (a dataclass rebuilt from its saved fields).
+SAVED_MODELS = {cls.name: cls for cls in (BatchedLogisticRegression, LogisticMixture,
+                                          BatchedNetwork)}
+
+
+def _plain_fields(model) -> dict[str, Any]:
+    """The dataclass fields that rebuild ``model`` (tuples as lists, for ``weights_only``)."""
+    return {k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(model).items()}
 
 
 def _load_model(path: Path):
@@ -373,7 +381,7 @@ def _load_model(path: Path):
     spec = saved["model"]
     if spec["name"] not in SAVED_MODELS:
         raise ValueError(f"{path}: unknown model {spec['name']!r}; known: {sorted(SAVED_MODELS)}")
-    model = SAVED_MODELS[spec["name"]](spec["num_features"], spec["num_classes"])
+    model = SAVED_MODELS[spec["name"]](**{k: v for k, v in spec.items() if k != "name"})
     return model, saved["state"], saved["run_ids"]
 
 

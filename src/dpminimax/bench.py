@@ -24,6 +24,7 @@ from torch import nn
 from dpminimax.algorithms.noisy_sgd import NoisySgd
 from dpminimax.device import default_device
 from dpminimax.kernels.allocator import retain_freed_memory
+from dpminimax.kernels.gather import RowGatherer
 from dpminimax.kernels.layerwise import layerwise_clipped_grad_sum
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_sample
@@ -130,7 +131,7 @@ def _linear_dp_step(
     n, d = x.shape
     clip = torch.full((runs,), MAX_NORM, device=device)
     program = NoisySgd(
-        BatchedLogisticRegression(d, 1), x, y, list(range(runs)),
+        BatchedLogisticRegression(d, 1), RowGatherer(x), y, list(range(runs)),
         lr=torch.full((runs,), LR, device=device), clip=clip, noise_std=NOISE_MULTIPLIER * clip,
         q=batch / n,
     )

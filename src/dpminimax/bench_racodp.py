@@ -23,6 +23,7 @@ from dpminimax.algorithms.racodp import RacoDp, RacoDpProgram
 from dpminimax.bench import _interleaved_medians
 from dpminimax.data import PreparedDataset, load_dataset
 from dpminimax.kernels.allocator import retain_freed_memory
+from dpminimax.kernels.gather import RowGatherer
 from dpminimax.models.batched import BatchedLogisticRegression
 
 PAPER_TABLE2_MS = {  # RaCO-DP paper, Table 2 (mean per-step time, batch 512)
@@ -44,7 +45,7 @@ def run_racodp_benchmark(dataset: str = "adult", repeats: int = 200, batch: int 
     one = torch.ones(1)
 
     def noisy_sgd(clip: float, std: float) -> NoisySgd:
-        return NoisySgd(model, x, y, [0], lr=one, clip=torch.full((1,), clip),
+        return NoisySgd(model, RowGatherer(x), y, [0], lr=one, clip=torch.full((1,), clip),
                         noise_std=torch.full((1,), std), q=q)
 
     method = RacoDp()

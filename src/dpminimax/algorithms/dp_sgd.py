@@ -3,7 +3,9 @@
 Each step draws a Poisson batch (rate q = batch_size / n), sums per-example gradients clipped to
 norm C, adds N(0, (sigma C)^2 I) and divides by the *expected* batch size qn. The noise
 multiplier sigma is calibrated to the run's (epsilon, delta) for the fixed step count
-T = ceil(epochs / q). ``nonprivate`` is the same program with C = inf and sigma = 0, which is plain
+T = ceil(epochs / q). The model is logistic regression on tabular data or, with ``model`` set to
+a network architecture, that network on image data (:mod:`dpminimax.models.network`).
+``nonprivate`` is the same program with C = inf and sigma = 0, which is plain
 mini-batch SGD with Poisson batches, so the two differ only in privacy.
 """
 
@@ -20,16 +22,17 @@ from dpminimax.algorithms.base import (
     FitResult,
     Method,
     RunSpec,
-    require_tabular,
     shared_values,
 )
 from dpminimax.algorithms.noisy_sgd import NoisySgd
 from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import training_rows
 from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.models.network import BatchedNetwork, batched_model
 from dpminimax.privacy import accounting_record, calibrate_noise_multiplier, dpsgd_event
 from dpminimax.privacy.events import non_private_event
 
-SHARED_PARAMETERS = ("batch_size", "epochs", "accountant")
+SHARED_PARAMETERS = ("batch_size", "epochs", "accountant", "model")
 
 
 class DpSgd(Method):
@@ -44,6 +47,7 @@ class DpSgd(Method):
         "batch_size": 1024,
         "epochs": 20,
         "accountant": "rdp",
+        "model": "logistic_regression",
     }
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
 
@@ -60,7 +64,6 @@ class DpSgd(Method):
     def fit(
         self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device
     ) -> FitResult:
-        require_tabular(data, self.name)
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED_PARAMETERS, self.name)
         n = len(data.y_train)
@@ -74,7 +77,8 @@ class DpSgd(Method):
         for params, sigma in zip(resolved, sigmas, strict=True):
             params.update(noise_multiplier=sigma, sampling_rate=q, steps=steps)
 
-        model = BatchedLogisticRegression(num_features=data.x_train.shape[1], num_classes=1)
+        model = batched_model(data, shared["model"],
+                              num_classes=1 if data.kind == "tabular" else len(data.label_names))
         lr = torch.tensor([p["lr"] for p in resolved], device=device)
         clip = torch.tensor([self.clip_norm(p) for p in resolved], device=device)
         noise_std = torch.tensor(sigmas, device=device) * torch.where(
@@ -98,6 +102,7 @@ class NonPrivateSgd(DpSgd):
         "batch_size": 1024,
         "epochs": 20,
         "accountant": "rdp",
+        "model": "logistic_regression",
     }
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
 
@@ -117,7 +122,7 @@ class NonPrivateSgd(DpSgd):
 
 
 def train_noisy_sgd(
-    model: BatchedLogisticRegression,
+    model: BatchedLogisticRegression | BatchedNetwork,
     data: PreparedDataset,
     runs: Sequence[RunSpec],
     *,
@@ -131,7 +136,7 @@ def train_noisy_sgd(
 ) -> dict[str, torch.Tensor]:
     """``steps`` steps of :class:`~dpminimax.algorithms.noisy_sgd.NoisySgd` with a progress bar."""
     program = NoisySgd(
-        model, torch.as_tensor(data.x_train, device=device),
+        model, training_rows(data, device),
         torch.as_tensor(data.y_train, device=device), [run.seed for run in runs],
         lr=lr, clip=clip, noise_std=noise_std, q=q,
     )

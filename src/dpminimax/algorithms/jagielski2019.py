@@ -16,7 +16,7 @@ constraints for k groups. Lagrangian ``L(h, lambda) = err(h) + sum_j lambda_j g_
    predicting 1 instead of 0 costs ``Delta_ay = (1 - 2y) + n c_ay``: a weighted classification
    problem with label ``1[Delta < 0]`` and weight ``|Delta|``. It is solved approximately by
    ``oracle_steps`` DP-SGD steps (Abadi et al. 2016, Alg. 1) of the weighted logistic loss
-   (:func:`~dpminimax.algorithms.noisy_sgd.private_linear_step`), warm-started from the previous
+   (:func:`~dpminimax.kernels.linear.private_linear_step`), warm-started from the previous
    round; the result is the iterate h_t;
 2. auditor (Jagielski et al.'s private auditor): the cell sums ``sum_{i in (a, y)} h_t(x_i)`` of
    the hard predictions over the whole training set plus Gaussian noise, divided by the noisy
@@ -76,10 +76,9 @@ from dpminimax.algorithms.base import (
     require_binary_labels,
     shared_values,
 )
-from dpminimax.algorithms.noisy_sgd import private_linear_step
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import linear_logits, linear_residuals
+from dpminimax.kernels.linear import linear_logits, linear_residuals, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy import (

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
+from dpminimax.data.inputs import ImageFileRows
 from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import clipped_outer_sum
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.seeding import make_generator
@@ -26,7 +26,7 @@ class NoisySgd:
     def __init__(
         self,
         model,
-        x: torch.Tensor,
+        rows: RowGatherer | ImageFileRows,
         y: torch.Tensor,
         seeds: Sequence[int],
         *,
@@ -35,15 +35,15 @@ class NoisySgd:
         noise_std: torch.Tensor,
         q: float,
     ) -> None:
-        device = x.device
+        device = y.device
         self.model = model
-        self.rows = RowGatherer(x)
+        self.rows = rows
         self.y = y
         self.n = len(y)
         self.q = q
         self.clip = clip
         self.noise_std = noise_std
-        self.state = model.init_state(len(seeds), device)
+        self.state = model.init_state(len(seeds), device, seeds)
         self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
         self.scale = lr / expected_batch_size(self.n, q)
@@ -56,29 +56,3 @@ class NoisySgd:
         grads = add_noise(grads, self.noise_std, self.noise)
         for key, grad in grads.items():
             self.state[key] -= self.scale.view(-1, *[1] * (grad.dim() - 1)) * grad
-
-
-def private_linear_step(
-    state: dict[str, torch.Tensor],
-    residual: torch.Tensor,
-    x: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    clip: torch.Tensor,
-    noise_std: torch.Tensor,
-    generators: Sequence[torch.Generator],
-    step_size: torch.Tensor,
-) -> None:
-    """One clipped, noised gradient step of a batched linear model, in place (Abadi et al. 2016,
-    Alg. 1 lines "clip", "add noise", "descend") from per-example logit gradients.
-
-    ``residual`` (R, B, K) is d(loss_i)/d(logits_i) of whatever per-example objective a method
-    minimises (cross-entropy, a Lagrangian, a fairness-regularised loss); the per-example
-    parameter gradient is ``residual_i ⊗ [x_i, 1]``, clipped to ``clip`` (R,), summed over the
-    unmasked examples, noised with N(0, noise_std_r^2 I) from ``generators[r]`` and applied with
-    ``step_size`` (R,) (for example lr_r / expected batch size).
-    """
-    grad_w, grad_b = clipped_outer_sum(residual, x, mask, clip)
-    grads = add_noise({"weight": grad_w, "bias": grad_b}, noise_std, generators)
-    state["weight"] -= step_size.view(-1, 1, 1) * grads["weight"]
-    state["bias"] -= step_size.view(-1, 1) * grads["bias"]

@@ -43,18 +43,16 @@ from dpminimax.algorithms.base import (
     Method,
     Monitor,
     RunSpec,
-    require_tabular,
     shared_values,
 )
-from dpminimax.algorithms.noisy_sgd import private_linear_step
 from dpminimax.constraints import RateConstraintSet, build_constraints
 from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import split_inputs, training_rows
 from dpminimax.kernels.clip import example_sum
-from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import linear_logits
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.models.network import BatchedNetwork, batched_model
 from dpminimax.privacy import (
     accounting_record,
     calibrate_event_parameter,
@@ -69,7 +67,7 @@ from dpminimax.seeding import make_generator
 
 #: Parameters fixing the constraint set, the noise family or the accountant: one value per
 #: batched program (batch size, noise scales and hence step counts may differ between runs).
-SHARED = ("max_steps", "accountant", "constraint", "histogram_noise")
+SHARED = ("max_steps", "accountant", "constraint", "histogram_noise", "model")
 
 
 def racodp_event(q: float, noise_multiplier: float, histogram_scale: float,
@@ -96,7 +94,8 @@ def _mechanisms(noise_multiplier: float, histogram_scale: float, histogram_noise
 
 
 class RacoDp(Method):
-    """RaCO-DP (Algorithm 1) for a multinomial logistic-regression model."""
+    """RaCO-DP (Algorithm 1) for a 2-logit logistic-regression model (tabular data) or a network
+    (``model``: an architecture of :mod:`dpminimax.models.network`, for image data)."""
 
     name: ClassVar[str] = "racodp"
     label: ClassVar[str] = "RaCO-DP"
@@ -115,6 +114,7 @@ class RacoDp(Method):
         "accountant": "rdp",
         "constraint": "demographic_parity",
         "gamma": 0.05,
+        "model": "logistic_regression",
     }
 
     def constraint_set(self, params: dict[str, Any], data: PreparedDataset) -> RateConstraintSet:
@@ -129,7 +129,6 @@ class RacoDp(Method):
             device: torch.device, monitor: Monitor | None = None) -> FitResult:
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every step, for example to keep the checkpoint the tuning protocol selects."""
-        require_tabular(data, self.name)
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
         n = len(data.y_train)
@@ -148,7 +147,7 @@ class RacoDp(Method):
             accounting.append(dict(record))
         constraints = [self.constraint_set(p, data) for p in resolved]
         program = RacoDpProgram(
-            BatchedLogisticRegression(data.x_train.shape[1], num_classes=2), data,
+            batched_model(data, shared["model"], num_classes=2), data,
             constraints, [run.seed for run in runs], resolved, device=device)
         total = max(p["steps"] for p in resolved)
         for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
@@ -164,7 +163,7 @@ class RacoDp(Method):
         train and test sets (the paper's constraint satisfaction, eq. 6 with hard rates)."""
         rows = []
         for split in ("train", "test"):
-            x = torch.as_tensor(getattr(data, f"x_{split}"), device=device)
+            x = split_inputs(data, split, device)
             predicted = fit.model.predict(fit.state, x).cpu().numpy()
             for r, params in enumerate(fit.resolved_params):
                 constraints = self.constraint_set(params, data)
@@ -241,12 +240,12 @@ class RacoDpProgram:
     multipliers no longer change) while the others continue, so it ends exactly as if it had been
     trained alone."""
 
-    def __init__(self, model: BatchedLogisticRegression, data: PreparedDataset,
+    def __init__(self, model: BatchedLogisticRegression | BatchedNetwork, data: PreparedDataset,
                  constraints: Sequence[RateConstraintSet], seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], *, device: torch.device) -> None:
         first = constraints[0]
         self.model = model
-        self.rows = RowGatherer(torch.as_tensor(data.x_train, device=device))
+        self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.cells = torch.as_tensor(
             first.cells(data.y_train, data.s_train), device=device).long()
@@ -259,7 +258,7 @@ class RacoDpProgram:
         self.constraints = first  # runs of a job share the constraints up to their slack
         self.slack = torch.stack([torch.tensor(c.slack, dtype=torch.float32)
                                   for c in constraints]).to(device)
-        self.state = model.init_state(len(seeds), device)
+        self.state = model.init_state(len(seeds), device, seeds)
         self.dual = torch.zeros(len(seeds), first.num_constraints, device=device)
 
         def per_run(key: str) -> torch.Tensor:
@@ -275,31 +274,40 @@ class RacoDpProgram:
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
         self.histogram_streams = [make_generator(s, "histogram", device) for s in seeds]
+        self.dropout = [make_generator(s, "dropout", device) for s in seeds]
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         x, y, cells = self.rows.gather(index), self.y[index], self.cells[index]
-        logits = linear_logits(self.state["weight"], self.state["bias"], x)
-        probs = torch.softmax(self.temperature.view(-1, 1, 1) * logits, dim=-1)
-        one_hot_cells = F.one_hot(cells, self.constraints.num_cells).to(probs.dtype)
-        exact = self._histogram(one_hot_cells, probs, mask)                  # eq. (8)
-        noise = add_noise(torch.zeros_like(exact), self.histogram_std, self.histogram_streams,
-                          self.histogram_noise)
-        soft = exact + noise                                                  # eq. (9)
-        weights = self.constraints.cell_weights(self.dual, soft)              # eq. (10)
-        weights = weights[torch.arange(len(x)).view(-1, 1), cells]
-        weighted = (weights * probs).sum(dim=-1, keepdim=True)
-        residual = (torch.softmax(logits, dim=-1) - F.one_hot(y, 2).to(probs.dtype)
+        one_hot_cells = F.one_hot(cells, self.constraints.num_cells)
+        released: dict[str, torch.Tensor] = {}
+
+        def residual(logits: torch.Tensor) -> torch.Tensor:
+            """d(Lagrangian_i)/d(logits_i) from the noisy histogram of this forward pass."""
+            probs = torch.softmax(self.temperature.view(-1, 1, 1) * logits, dim=-1)
+            cell_values = one_hot_cells.to(probs.dtype)
+            exact = self._histogram(cell_values, probs, mask)                 # eq. (8)
+            noise = add_noise(torch.zeros_like(exact), self.histogram_std,
+                              self.histogram_streams, self.histogram_noise)
+            soft = exact + noise                                              # eq. (9)
+            weights = self.constraints.cell_weights(self.dual, soft)          # eq. (10)
+            weights = weights[torch.arange(len(x)).view(-1, 1), cells]
+            weighted = (weights * probs).sum(dim=-1, keepdim=True)
+            released.update(logits=logits, cells=cell_values, noise=noise, soft=soft)
+            return (torch.softmax(logits, dim=-1) - F.one_hot(y, 2).to(probs.dtype)
                     + (self.batch * self.temperature).view(-1, 1, 1) * probs
                     * (weights - weighted))
+
         active = self.steps_done < self.total_steps
         self.steps_done += 1
-        private_linear_step(self.state, residual, x, mask, clip=self.clip,   # eq. (10), line 8
-                            noise_std=self.gradient_std, generators=self.noise,
-                            step_size=torch.where(active, self.lr / self.batch, 0.0))
+        self.model.private_step(self.state, x, mask, residual, clip=self.clip,  # line 8
+                                noise_std=self.gradient_std, generators=self.noise,
+                                step_size=torch.where(active, self.lr / self.batch, 0.0),
+                                dropout_streams=self.dropout)
+        soft = released["soft"]
         if bool(self.hard_dual.any()):
-            hard = F.one_hot(logits.argmax(dim=-1), 2).to(probs.dtype)
-            hard = self._histogram(one_hot_cells, hard, mask) + noise         # same noise draw
+            hard = F.one_hot(released["logits"].argmax(dim=-1), 2).to(soft.dtype)
+            hard = self._histogram(released["cells"], hard, mask) + released["noise"]  # same draw
             dual_histogram = torch.where(self.hard_dual.view(-1, 1, 1), hard, soft)
         else:
             dual_histogram = soft

@@ -21,7 +21,7 @@ Each step t, on one Poisson batch B (rate q = batch_size / n, expected size m = 
    (:func:`penalty_logit_grad`, w from :func:`~dpminimax.algorithms.group_stats.gap_weights`);
 4. the DP-SGD step (Abadi et al. 2016, Alg. 1): ``r_i ⊗ [x_i, 1]`` clipped to C, summed,
    N(0, (sigma C)^2 I) added, step lr / m
-   (:func:`~dpminimax.algorithms.noisy_sgd.private_linear_step`).
+   (:func:`~dpminimax.kernels.linear.private_linear_step`).
 
 Privacy (add/remove one example, our accountant): the per-example gradient depends only on the
 example, theta_t and the released H (never on raw batch statistics), so clipping bounds its
@@ -65,10 +65,9 @@ from dpminimax.algorithms.base import (
     shared_values,
 )
 from dpminimax.algorithms.group_stats import GroupCells, cell_sums, gap_weights, rate_gaps
-from dpminimax.algorithms.noisy_sgd import private_linear_step
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import linear_logits
+from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression

@@ -78,12 +78,11 @@ from dpminimax.algorithms.base import (
     shared_values,
 )
 from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, gap_weights
-from dpminimax.algorithms.noisy_sgd import private_linear_step
 from dpminimax.algorithms.tran2021a import require_binary
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
+from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression

@@ -30,10 +30,13 @@ Basic arithmetic (+, -, *, /, sqrt) is correctly rounded in both loop paths and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 
 from dpminimax.kernels.clip import clip_factors, example_sum
+from dpminimax.kernels.noise import add_noise
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
@@ -171,3 +174,29 @@ def _norms(residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``||r_i|| * ||[x_i, 1]||`` (R, B): the Frobenius norm of the outer product r_i ⊗ [x_i, 1]."""
     x_norm = torch.linalg.vector_norm(x, dim=-1)
     return torch.linalg.vector_norm(residual, dim=-1) * torch.sqrt(x_norm * x_norm + 1.0)
+
+
+def private_linear_step(
+    state: dict[str, torch.Tensor],
+    residual: torch.Tensor,
+    x: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip: torch.Tensor,
+    noise_std: torch.Tensor,
+    generators: Sequence[torch.Generator],
+    step_size: torch.Tensor,
+) -> None:
+    """One clipped, noised gradient step of a batched linear model, in place (Abadi et al. 2016,
+    Alg. 1 lines "clip", "add noise", "descend") from per-example logit gradients.
+
+    ``residual`` (R, B, K) is d(loss_i)/d(logits_i) of whatever per-example objective a method
+    minimises (cross-entropy, a Lagrangian, a fairness-regularised loss); the per-example
+    parameter gradient is ``residual_i ⊗ [x_i, 1]``, clipped to ``clip`` (R,), summed over the
+    unmasked examples, noised with N(0, noise_std_r^2 I) from ``generators[r]`` and applied with
+    ``step_size`` (R,) (for example lr_r / expected batch size).
+    """
+    grad_w, grad_b = clipped_outer_sum(residual, x, mask, clip)
+    grads = add_noise({"weight": grad_w, "bias": grad_b}, noise_std, generators)
+    state["weight"] -= step_size.view(-1, 1, 1) * grads["weight"]
+    state["bias"] -= step_size.view(-1, 1) * grads["bias"]

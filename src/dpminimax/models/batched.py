@@ -7,11 +7,17 @@ quantity of DP-SGD, Abadi et al. 2016 Alg. 1) through the kernels.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from dpminimax.kernels.linear import linear_clipped_grad_sum, linear_logits, linear_losses
+from dpminimax.kernels.linear import (
+    linear_clipped_grad_sum,
+    linear_logits,
+    linear_losses,
+    private_linear_step,
+)
 
 
 @dataclass(frozen=True)
@@ -28,8 +34,11 @@ class BatchedLogisticRegression:
 
     name = "logistic_regression"
 
-    def init_state(self, runs: int, device: torch.device) -> dict[str, torch.Tensor]:
-        """Zero initialisation (the convex problem does not need random starts)."""
+    def init_state(self, runs: int, device: torch.device,
+                   seeds: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+        """Zero initialisation (the convex problem does not need random starts; ``seeds`` are
+        accepted for the common interface with :class:`~dpminimax.models.network.BatchedNetwork`
+        and not used)."""
         return {
             "weight": torch.zeros(runs, self.num_classes, self.num_features, device=device),
             "bias": torch.zeros(runs, self.num_classes, device=device),
@@ -71,6 +80,19 @@ class BatchedLogisticRegression:
             state["weight"], state["bias"], x, y, mask, max_norm
         )
         return {"weight": grad_w, "bias": grad_b}
+
+    def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
+                     residual_fn: Callable[[torch.Tensor], torch.Tensor], *,
+                     clip: torch.Tensor, noise_std: torch.Tensor,
+                     generators: Sequence[torch.Generator], step_size: torch.Tensor,
+                     dropout_streams: Sequence[torch.Generator] | None = None) -> torch.Tensor:
+        """One clipped, noised step from the per-example logit gradients ``residual_fn(logits)``
+        (R, B, K) of the batch ``x`` (R, B, d), in place; returns the logits (same contract as
+        :meth:`dpminimax.models.network.BatchedNetwork.private_step`; no dropout here)."""
+        logits = linear_logits(state["weight"], state["bias"], x)
+        private_linear_step(state, residual_fn(logits), x, mask, clip=clip, noise_std=noise_std,
+                            generators=generators, step_size=step_size)
+        return logits
 
     @staticmethod
     def _per_run(state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
