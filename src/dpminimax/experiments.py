@@ -146,20 +146,36 @@ def expand_jobs(
         for method_name, method_spec in experiment["methods"].items():
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
-            params = {**(method_spec.get("params") or {}),
-                      **{k: v for k, v in scale_params.items() if k in method.parameters}}
-            try:
-                method.resolve(params)
-            except UnknownParameterError as err:
-                raise ExperimentConfigError(f"{m_where}.params: {err}") from None
             epsilons = _epsilons(method_spec, at_scale, method.private, m_where)
-            tuned = (_tuning(method_spec, at_scale, params, f"{m_where}.tuning")
-                     if tuning == "protocol" and "tuning" in method_spec else None)
-            for dataset in datasets:
-                for eps in epsilons:
+            by_epsilon = _epsilon_params(method_spec, m_where)
+            for eps in epsilons:
+                params = {**(method_spec.get("params") or {}), **by_epsilon.get(eps, {}),
+                          **{k: v for k, v in scale_params.items() if k in method.parameters}}
+                try:
+                    method.resolve(params)
+                except UnknownParameterError as err:
+                    raise ExperimentConfigError(f"{m_where}.params: {err}") from None
+                tuned = (_tuning(method_spec, at_scale, params, f"{m_where}.tuning")
+                         if tuning == "protocol" and "tuning" in method_spec else None)
+                for dataset in datasets:
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
                                     tuple(int(s) for s in seeds), params, scale, tuned))
     return jobs
+
+
+def _epsilon_params(method_spec: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    """``epsilon_params`` keyed by canonical epsilon strings; every key must be a listed
+    epsilon (a typo would otherwise silently train with the shared params)."""
+    listed = {format_epsilon(e) for e in method_spec.get("epsilons") or []}
+    out = {}
+    for key, values in (method_spec.get("epsilon_params") or {}).items():
+        eps = format_epsilon(key)
+        if eps not in listed:
+            raise ExperimentConfigError(
+                f"{where}.epsilon_params.{key}: not one of this method's epsilons "
+                f"{sorted(listed)}")
+        out[eps] = dict(values)
+    return out
 
 
 def _epsilons(method_spec, at_scale, private: bool, where: str) -> list[str]:

@@ -55,6 +55,15 @@ def test_jobs_cover_datasets_methods_epsilons():
     assert private[0].train_dir.startswith("results/tiny/train/exp/synthetic-fair/dp_sgd/eps~")
 
 
+def test_epsilon_params_override_params_per_epsilon_and_scale_params_win():
+    spec = copy.deepcopy(SPEC)
+    spec["experiments"]["exp"]["methods"]["dp_sgd"]["epsilon_params"] = {
+        "1.0": {"lr": 2.0, "clip": 9.0}, "3": {"lr": 3.0}}
+    jobs = {j.epsilon: j.params for j in expand_jobs(spec, "smoke") if j.method == "dp_sgd"}
+    assert jobs["1"]["lr"] == 2.0 and jobs["3"]["lr"] == 3.0 and jobs["0.5"]["lr"] == [0.5, 1.0]
+    assert jobs["1"]["clip"] == 2.0  # the smoke scale's clip overrides the epsilon's
+
+
 def test_scale_epsilon_subset():
     jobs = expand_jobs(SPEC, "quick")
     assert {j.epsilon for j in jobs if j.method == "dp_sgd"} == {"1"}
@@ -78,6 +87,10 @@ def test_scale_epsilon_subset():
         (lambda s: s["experiments"]["exp"]["methods"]["nonprivate"]["params"].update(clip=1),
          "'clip'"),
         (lambda s: s["experiments"]["exp"]["scales"].pop("smoke"), "no entry for scale"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(
+            epsilon_params={"2": {"lr": 1.0}}), "epsilon_params.2: not one of"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(
+            epsilon_params={"1": {"lrx": 1.0}}), "'lrx'"),
     ],
 )
 def test_semantic_errors_name_the_key(mutate, message):

@@ -131,6 +131,7 @@ class RacoDp(Method):
         after every step, for example to keep the checkpoint the tuning protocol selects."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
+        model = batched_model(data, shared["model"], num_classes=2)
         n = len(data.y_train)
         plans: dict[tuple, tuple[int, dict[str, Any]]] = {}  # runs of one privacy plan share T
         accounting = []
@@ -147,7 +148,7 @@ class RacoDp(Method):
             accounting.append(dict(record))
         constraints = [self.constraint_set(p, data) for p in resolved]
         program = RacoDpProgram(
-            batched_model(data, shared["model"], num_classes=2), data,
+            model, data,
             constraints, [run.seed for run in runs], resolved, device=device)
         total = max(p["steps"] for p in resolved)
         for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
