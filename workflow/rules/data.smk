@@ -6,7 +6,8 @@ rule prepare_data:
         arrays="results/data/{dataset}/arrays.npz",
         meta="results/data/{dataset}/meta.json",
     params:
-        max_rows=config["data"]["max_rows"],
+        max_rows=lambda wildcards: config["data"].get("dataset_max_rows", {}).get(
+            wildcards.dataset, config["data"]["max_rows"]),
         split_seed=config["data"]["split_seed"],
         missing_data=config["data"].get("missing_data", "standin"),
         code=DATA_CODE,
