@@ -9,7 +9,7 @@ Demographic parity uses one W and P_S; equalized odds one W_y per label with P_{
 example using the W of its label, averaged over the whole batch, i.e. weighted by p_Y(y) as in
 App. B eq. 5 (spec §11 item 10). By the chain rule the theta-gradient of example i is the residual
 ``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i, 1] (c = dpsi/dF), so every theta
-step goes through :func:`~dpminimax.algorithms.noisy_sgd.private_linear_step`.
+step goes through :func:`~dpminimax.kernels.linear.private_linear_step`.
 
 Privacy (``privacy``), each recorded as what it is:
 
@@ -73,11 +73,10 @@ from dpminimax.algorithms.base import (
     shared_values,
 )
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
-from dpminimax.algorithms.noisy_sgd import private_linear_step
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
 from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
+from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.models.batched import BatchedLogisticRegression
