@@ -1,13 +1,15 @@
-"""CelebA through torchvision's class on a canonical-format sample (six files, tiny JPEGs).
+"""CelebA on a canonical-format sample (six files, tiny JPEGs).
 
-The sample's md5s replace the pinned ones both in the registry and in torchvision's
-``CelebA.file_list`` (which torchvision checks itself); everything else is the production path.
+The sample's md5s replace the pinned ones in the registry; everything else is the production
+path. One test compares our reader with ``torchvision.datasets.CelebA`` on the same directory
+(there torchvision's own pinned md5s are replaced too, since that class checks them itself).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,10 +38,6 @@ def sample(tmp_path, monkeypatch):
         monkeypatch.setenv(var, str(value))
     paths = write_canonical_sample("celeba", tmp_path / "celeba", N_IMAGES, seed=0)
     md5 = {p.name: file_digest(p, "md5") for p in paths}
-    from torchvision.datasets import CelebA
-
-    monkeypatch.setattr(CelebA, "file_list", [(i, md5[name], name) for i, _, name in
-                                              CelebA.file_list])
     for name in ("celeba", "celeba-smiling"):
         spec = get_dataset_spec(name)
         files = tuple(dataclasses.replace(f, md5=md5[f.filename]) for f in spec.files)
@@ -100,6 +98,43 @@ def test_lazy_images_are_resized_to_128_in_unit_range(sample, tmp_path):
     assert len(valid) == len(ds.meta["valid"]["image_ids"])
     batch = next(iter(torch.utils.data.DataLoader(images, batch_size=3)))
     assert batch.shape == (3, 3, 128, 128)
+
+
+def test_reader_agrees_with_torchvision_celeba(sample, monkeypatch):
+    from torchvision.datasets import CelebA
+
+    md5 = {f.filename: file_digest(sample / f.filename, "md5") for f in celeba.FILES}
+    monkeypatch.setattr(CelebA, "file_list", [(i, md5[name], name) for i, _, name in
+                                              CelebA.file_list])
+    index = celeba.load_celeba({f.filename: sample / f.filename for f in celeba.FILES},
+                               label="Young", sensitive="Male")
+    for part, (ids, y, s) in index.splits.items():
+        reference = CelebA(str(index.root), split=part, target_type="attr",
+                           transform=celeba.image_transform(), download=False)
+        assert ids.tolist() == [int(name[:6]) for name in reference.filename]
+        np.testing.assert_array_equal(y, reference.attr[:, reference.attr_names.index("Young")])
+        np.testing.assert_array_equal(s, reference.attr[:, reference.attr_names.index("Male")])
+        ours = celeba.CelebAImages(index.root, ids)
+        for row in range(len(ids)):
+            torch.testing.assert_close(ours[row], reference[row][0], rtol=0, atol=0)
+
+
+def test_a_standin_is_read_without_pinned_md5s(tmp_path, monkeypatch):
+    from dpminimax.data.standin import standin_sources
+
+    monkeypatch.setenv("DPMINIMAX_CACHE", str(tmp_path / "cache"))
+    sources = standin_sources(get_dataset_spec("celeba"), tmp_path / "standin", rows=9)
+    index = celeba.load_celeba({s.filename: s.path for s in sources})
+    ids = index.splits["train"][0]
+    assert celeba.CelebAImages(index.root, ids)[0].shape == (3, 128, 128)
+
+
+def test_missing_image_names_the_fix(sample, tmp_path):
+    ds = load_prepared(save_prepared(load_dataset("celeba"), tmp_path / "prepared"))
+    root = ds.meta["images"]["torchvision_root"]
+    (Path(root) / "celeba" / "img_align_celeba" / "000001.jpg").unlink()
+    with pytest.raises(FileNotFoundError, match=r"000001\.jpg is missing; delete .*sources\.json"):
+        celeba.CelebAImages(root, [1, 2])
 
 
 def test_unpacked_cache_is_reused_until_a_source_changes(sample, tmp_path):

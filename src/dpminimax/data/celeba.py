@@ -1,4 +1,4 @@
-"""CelebA (Liu, Luo, Wang & Tang 2015) through ``torchvision.datasets.CelebA``, images read lazily.
+"""CelebA (Liu, Luo, Wang & Tang 2015) in torchvision's on-disk layout, images read lazily.
 
 Canonical files: the six files of torchvision's ``CelebA.file_list`` (``img_align_celeba.zip``
 with the 202,599 aligned 178x218 JPEGs, and the five annotation text files), pinned by the md5s
@@ -6,8 +6,14 @@ torchvision publishes; CelebA publishes no sha256. They live on Google Drive beh
 confirmation page, so they are fetched by hand (or with ``torchvision.datasets.CelebA(root,
 download=True)``, which needs ``gdown``). The verified files are unpacked into
 ``<cache>/CelebA/celeba/`` (torchvision's layout: ``img_align_celeba/`` and the text files; redone
-only when a source's sha256 changes) and read with ``torchvision.datasets.CelebA(download=False)``,
-which checks the text files' md5s again.
+only when a source's sha256 changes), so ``torchvision.datasets.CelebA(root, download=False)``
+reads the same directory. We parse the two text files we need (``list_eval_partition.txt``,
+``list_attr_celeba.txt``) and open the JPEGs with PIL ourselves, with the same transform, instead
+of going through torchvision's class (DESIGN.md: image datasets go through torchvision's
+classes): that class re-checks the md5s of the text files against its own pinned list, so a
+synthetic stand-in in the canonical format (``dpminimax.data.standin``) could never be read by
+it. The files were already verified against the same md5s when located; a test checks that our
+reader and torchvision's class return the same splits, attributes and pixels.
 
 Task (spec 000 §4 and §12 item 12): label and sensitive attribute are two of the 40 binary
 attributes (torchvision maps -1/1 to 0/1): by default label ``Male`` and sensitive ``Smiling``
@@ -124,19 +130,41 @@ def image_transform(size: int = IMAGE_SIZE) -> Any:
     return transforms.Compose([transforms.Resize((size, size)), transforms.ToTensor()])
 
 
+def read_partition(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``list_eval_partition.txt``: lines ``000001.jpg 0``; returns image numbers and the official
+    partition (0 train, 1 valid, 2 test)."""
+    rows = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    ids = np.array([int(Path(name).stem) for name, _ in rows], dtype=np.int64)
+    return ids, np.array([int(part) for _, part in rows], dtype=np.int64)
+
+
+def read_attributes(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``list_attr_celeba.txt``: a count line, a header of 40 names, then ``000001.jpg -1 1 ...``;
+    returns the names, the image numbers and the attributes mapped from -1/1 to 0/1."""
+    lines = Path(path).read_text().splitlines()
+    names = lines[1].split()
+    rows = [line.split() for line in lines[2:] if line.strip()]
+    ids = np.array([int(Path(row[0]).stem) for row in rows], dtype=np.int64)
+    values = np.array([row[1:] for row in rows], dtype=np.int64)
+    if values.shape[1:] != (len(names),):
+        raise ValueError(f"{path}: {values.shape[1:]} attribute columns, header names "
+                         f"{len(names)}")
+    return names, ids, (values + 1) // 2
+
+
 def load_celeba(paths: Mapping[str, Path], *, label: str = "Male",
                 sensitive: str = "Smiling") -> CelebAIndex:
-    """Read the official splits' file names and the two attributes with torchvision's class."""
-    from torchvision.datasets import CelebA
-
+    """Read the official splits' image numbers and the two attributes from the text files."""
     root = torchvision_root(paths)
-    splits = {}
-    for part in SPLITS:
-        dataset = CelebA(str(root), split=part, target_type="attr", download=False)
-        columns = [_attribute_column(dataset.attr_names, name) for name in (label, sensitive)]
-        attr = dataset.attr.numpy()
-        ids = np.array([int(Path(name).stem) for name in dataset.filename], dtype=np.int64)
-        splits[part] = (ids, attr[:, columns[0]], attr[:, columns[1]])
+    names, attr_ids, attr = read_attributes(root / "celeba" / "list_attr_celeba.txt")
+    columns = [_attribute_column(names, name) for name in (label, sensitive)]
+    part_ids, partition = read_partition(root / "celeba" / "list_eval_partition.txt")
+    if not np.array_equal(attr_ids, part_ids):
+        raise ValueError(f"{root / 'celeba'}: list_attr_celeba.txt and list_eval_partition.txt "
+                         "list different images")
+    splits = {part: (attr_ids[partition == code], attr[partition == code, columns[0]],
+                     attr[partition == code, columns[1]])
+              for code, part in enumerate(SPLITS)}
     return CelebAIndex(root=root, label=label, sensitive=sensitive, splits=splits)
 
 
@@ -172,16 +200,19 @@ class CelebAImages:
     """The images of a prepared CelebA split, opened on access (a map-style torch dataset).
 
     Item ``i`` is the float32 tensor (3 x size x size, values in [0, 1]) of image ``image_ids[i]``,
-    read by ``torchvision.datasets.CelebA(split="all")`` with :func:`image_transform`.
+    ``<root>/celeba/img_align_celeba/%06d.jpg`` opened with PIL as RGB (as torchvision's class
+    does) and passed through :func:`image_transform`.
     """
 
     def __init__(self, root: str | Path, image_ids: Sequence[int], size: int = IMAGE_SIZE):
-        from torchvision.datasets import CelebA
-
-        self.dataset = CelebA(str(root), split="all", target_type=[],
-                              transform=image_transform(size), download=False)
-        position = {name: row for row, name in enumerate(self.dataset.filename)}
-        self.rows = [position[image_filename(int(i))] for i in image_ids]
+        self.directory = Path(root) / "celeba" / IMAGE_DIR
+        self.paths = [self.directory / image_filename(int(i)) for i in image_ids]
+        missing = [path for path in self.paths[:1] + self.paths[-1:] if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(f"CelebA image {missing[0]} is missing; delete "
+                                    f"{self.directory.parent / '.sources.json'} and prepare the "
+                                    "dataset again to re-unpack img_align_celeba.zip")
+        self.transform = image_transform(size)
 
     @classmethod
     def from_prepared(cls, ds: PreparedDataset, part: str) -> CelebAImages:
@@ -191,10 +222,13 @@ class CelebAImages:
         return cls(images["torchvision_root"], ids, images["size"])
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.paths)
 
     def __getitem__(self, index: int) -> Any:
-        return self.dataset[self.rows[index]][0]
+        from PIL import Image
+
+        with Image.open(self.paths[index]) as image:
+            return self.transform(image.convert("RGB"))
 
 
 def write_celeba_sample(directory: Path, n_rows: int, seed: int) -> list[Path]:
