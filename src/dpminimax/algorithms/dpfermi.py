@@ -1,15 +1,20 @@
 """DP-FERMI: private fair ERM by noisy two-timescale SGDA (Lowy, Gupta, Razaviyayn, ICLR 2023,
 Algorithm 1; spec 001 §1-2, §6, §11), and its non-private twin, for R runs at once.
 
-Binary logistic regression (one logit z, ``F = [1 - p, p]``, so l = 2 and W is k x l; spec §11
-item 1) with the ERMI regulariser in min-max form (:mod:`dpminimax.algorithms.ermi`): descent on
-theta of ``mean_i [l_i + lam psi_i]``, projected ascent on W of ``lam mean_i psi_i`` onto the
-Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last iterate returned.
-Demographic parity uses one W and P_S; equalized odds one W_y per label with P_{S|Y=y}, each
-example using the W of its label, averaged over the whole batch, i.e. weighted by p_Y(y) as in
-App. B eq. 5 (spec §11 item 10). By the chain rule the theta-gradient of example i is the residual
-``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i, 1] (c = dpsi/dF), so every theta
-step goes through :func:`~dpminimax.kernels.linear.private_linear_step`.
+Predictions F = softmax of the model's class logits: binary logistic regression has one logit z
+read as [0, z] (``F = [1 - p, p]``, l = 2 and W is k x l; spec §11 item 1); multinomial logistic
+regression or a network (UTK-Face, Fig. 5: ``model: vgg9``) has K logits (l = K). The ERMI
+regulariser is in min-max form (:mod:`dpminimax.algorithms.ermi`): descent on theta of
+``mean_i [l_i + lam psi_i]`` (l_i the cross-entropy), projected ascent on W of ``lam mean_i
+psi_i`` onto the Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last
+iterate returned. Demographic parity uses one W and P_S; equalized odds one W_y per label with
+P_{S|Y=y}, each example using the W of its label, averaged over the whole batch, i.e. weighted by
+p_Y(y) as in App. B eq. 5 (spec §11 item 10). By the chain rule the theta-gradient of example i
+is the model's output Jacobian times the residual ``F_i - onehot(y_i) + lam F_i * (c_i - <c_i,
+F_i>)`` (c = dpsi/dF; binary: ``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i, 1]),
+so every theta step is the model's ``private_step`` from that residual (one clipped per-example
+gradient, :func:`~dpminimax.kernels.linear.private_linear_step` for logistic regression,
+:class:`~dpminimax.kernels.layerwise.LayerTape` for networks).
 
 Privacy (``privacy``), each recorded as what it is:
 
@@ -54,7 +59,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -74,12 +79,12 @@ from dpminimax.algorithms.base import (
 )
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
 from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
-from dpminimax.kernels.gather import RowGatherer
-from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
+from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
-from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.models.network import batched_model
 from dpminimax.privacy import (
     accounting_record,
     calibrate_event_parameter,
@@ -98,7 +103,7 @@ from dpminimax.privacy.paper_bounds import (
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling, the step count and the shapes.
-SHARED = ("batch_size", "epochs", "fairness", "privacy", "code_faithful", "accountant")
+SHARED = ("batch_size", "epochs", "fairness", "privacy", "code_faithful", "accountant", "model")
 FAIRNESS = ("demographic_parity", "equalized_odds")
 SENSITIVE_NOTION = "sensitive-attribute DP (replace one example's sensitive attribute)"
 EXAMPLE_NOTION = "example-level DP (add or remove one example)"
@@ -156,8 +161,9 @@ class Plan:
 
 
 class DpFermi(Method):
-    """DP-FERMI (Algorithm 1) for binary logistic regression, demographic parity or equalized
-    odds, any number of sensitive groups."""
+    """DP-FERMI (Algorithm 1) for logistic regression (binary or multinomial) or a network
+    (``model``: an architecture of :mod:`dpminimax.models.network`, image data), demographic
+    parity or equalized odds, any number of sensitive groups."""
 
     name: ClassVar[str] = "dpfermi"
     label: ClassVar[str] = "DP-FERMI"
@@ -176,6 +182,7 @@ class DpFermi(Method):
         "privacy": "example",
         "code_faithful": False,
         "accountant": "rdp",
+        "model": "logistic_regression",
     }
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     privacy_modes: ClassVar[tuple[str, ...]] = ("example", "sensitive_attribute")
@@ -184,7 +191,6 @@ class DpFermi(Method):
             monitor: Monitor | None = None) -> FitResult:
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every step."""
-        require_binary_labels(data, self.name)
         program, batches, plans, resolved, schedule = self.build(data, runs, device)
         for step, (index, mask, divisor) in enumerate(tqdm(
                 batches, total=schedule.steps, desc=f"{self.name} x{len(runs)} runs",
@@ -201,7 +207,7 @@ class DpFermi(Method):
         (:meth:`fit` runs them; the Table 2 benchmark times single steps)."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
-        self._check(shared)
+        self._check(shared, data)
         schedule = Schedule.create(len(data.y_train), int(shared["batch_size"]),
                                    int(shared["epochs"]), bool(shared["code_faithful"]))
         counts = group_counts(data, shared["fairness"])
@@ -216,7 +222,15 @@ class DpFermi(Method):
                                    device) for run in runs]
         return program, schedule.batches(sampling, device), plans, resolved, schedule
 
-    def _check(self, shared: dict[str, Any]) -> None:
+    def _check(self, shared: dict[str, Any], data: PreparedDataset) -> None:
+        if shared["code_faithful"]:
+            require_binary_labels(data, f"{self.name} (code_faithful)")
+        if shared["privacy"] == "sensitive_attribute" and (
+                shared["model"] != "logistic_regression" or data.kind != "tabular"):
+            raise ValueError(
+                f"method {self.name!r}: privacy='sensitive_attribute' (Thm. 3.3) clips the "
+                "s-dependent gradient part by its closed-form norm for logistic regression on "
+                "tabular data only; use privacy='example' (method 'dpfermi') for networks")
         if shared["fairness"] not in FAIRNESS:
             raise ValueError(f"fairness must be one of {FAIRNESS}, got {shared['fairness']!r}")
         if shared["privacy"] not in self.privacy_modes:
@@ -405,15 +419,18 @@ class FermiProgram:
         runs = len(seeds)
         self.privacy, self.faithful = privacy, faithful
         self.eo = params[0]["fairness"] == "equalized_odds"
-        self.model = BatchedLogisticRegression(data.x_train.shape[1], num_classes=1)
-        self.state = self.model.init_state(runs, device)
-        x = torch.as_tensor(data.x_train, device=device)
-        self.rows = RowGatherer(x)
-        self.x_norm = torch.sqrt(torch.linalg.vector_norm(x, dim=1) ** 2 + 1.0)
+        self.classes = max(2, len(data.label_names))
+        self.model = batched_model(data, params[0]["model"],
+                                   1 if self.classes == 2 else self.classes)
+        self.state = self.model.init_state(runs, device, seeds)
+        self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.s = torch.as_tensor(data.s_train, device=device)
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
         self.groups = counts.shape[1]
+        if privacy == "sensitive_attribute":   # ||[x, 1]||: the linear model's gradient scale
+            x = torch.as_tensor(data.x_train, device=device)
+            self.x_norm = torch.sqrt(torch.linalg.vector_norm(x, dim=1) ** 2 + 1.0)
 
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)
@@ -426,18 +443,18 @@ class FermiProgram:
         self.w_std = per_run(plan.w_std for plan in plans)
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
         self.noise_w = [make_generator(seed, "noise_w", device) for seed in seeds]
+        self.dropout = [make_generator(seed, "dropout", device) for seed in seeds]
         self.p_s = self._proportions(counts, per_run(plan.count_std for plan in plans), seeds,
                                      device)
-        # code v1: F = [p] and only group 0's column of s (a 1 x 1 W); otherwise F = [1-p, p]
+        # code v1: F = [p] and only group 0's column of s (a 1 x 1 W); otherwise F = softmax
         self.columns = 1 if faithful else self.groups
-        shape = (runs, counts.shape[0], self.columns, 1 if faithful else 2)
+        shape = (runs, counts.shape[0], self.columns, 1 if faithful else self.classes)
         if faithful:
             init = [torch.randn(shape[1:], generator=make_generator(seed, "w_init", device),
                                 device=device) for seed in seeds]
             self.w = self._project(torch.stack(init))
         else:
             self.w = torch.zeros(shape, device=device)
-        self.direction = torch.tensor([-1.0, 1.0], device=device)  # dF/dz = p(1-p) [-1, 1]
 
     def _proportions(self, counts: np.ndarray, count_std: torch.Tensor, seeds: Sequence[int],
                      device: torch.device) -> torch.Tensor:
@@ -455,42 +472,64 @@ class FermiProgram:
         return w * clip_factors(norms, self.radius).unsqueeze(-1).unsqueeze(-1)
 
     def step(self, index: torch.Tensor, mask: torch.Tensor, divisor: float) -> None:
-        """Alg. 1 lines 4-6 on the batch ``index`` (R, B) / ``mask``: per-example dpsi/dF split
-        into its s-independent and s-dependent parts, the theta residuals, the (clipped) W
-        weights, then both updates from (theta_t, W_t); ``divisor`` turns sums into averages."""
+        """Alg. 1 lines 4-6 on the batch ``index`` (R, B) / ``mask``: the theta residuals from
+        this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
+        (theta_t, W_t); ``divisor`` turns sums into averages."""
         x, y, s, cells = (self.rows.gather(index), self.y[index], self.s[index],
                           self.cells[index])
-        logits = linear_logits(self.state["weight"], self.state["bias"], x)
-        pair = torch.softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1), dim=-1)
-        slope = pair[..., :1] * pair[..., 1:]                     # dp/dz = p(1-p), (R, B, 1)
-        if self.faithful:
-            probs, jacobian = pair[..., 1:], slope
-        else:
-            probs, jacobian = pair, slope * self.direction
-        attributes = F.one_hot(s, self.groups)[..., :self.columns].to(probs.dtype)
+        attributes = F.one_hot(s, self.groups)[..., :self.columns].to(torch.float32)
         members = [cells == cell for cell in range(self.w.shape[1])]
-        independent, sensitive = self._per_cell(
-            members, lambda w, p_s: psi_grad_f_parts(attributes, w, p_s))
-        fair_independent = (independent * jacobian).sum(dim=-1, keepdim=True)
-        fair_sensitive = (sensitive * jacobian).sum(dim=-1, keepdim=True)
         weights = self.lam.view(-1, 1) * self._cell_weights(cells, mask, divisor)  # (R, B)
-        loss = pair[..., 1:] - y.unsqueeze(-1).to(pair.dtype)
-        if self.privacy != "example" and not self.faithful:       # Thm. 3.3, spec §11 item 3
-            fair_sensitive = fair_sensitive * clip_factors(
-                fair_sensitive[..., 0].abs() * self.x_norm[index], self.clip).unsqueeze(-1)
-        residual = loss + weights.unsqueeze(-1) * (fair_independent + fair_sensitive)
+        released: dict[str, torch.Tensor] = {}
+
+        def residual(outputs: torch.Tensor) -> torch.Tensor:
+            return self._residual(outputs, y, attributes, members, weights, index, released)
+
+        self._theta_step(x, mask, divisor, residual)
+        probs = released["probs"]
         w_weights = weights * mask.to(weights.dtype)
         if self.privacy == "example":                             # clip lam grad_W psi_i
             norms, = self._per_cell(
                 members, lambda w, p_s: (psi_grad_w_norms(probs, attributes, w, p_s),))
             w_weights = w_weights * clip_factors(w_weights.abs() * norms, self.clip_w)
-        self._theta_step(residual, x, mask, divisor)
         grad_w = torch.stack([
             psi_grad_w(probs, attributes, self.w[:, cell], self.p_s[:, cell, :self.columns],
                        w_weights * member.to(w_weights.dtype))
             for cell, member in enumerate(members)], dim=1)         # (R, C, k, l)
         noisy = add_noise(grad_w, self.w_std * divisor, self.noise_w)
         self.w = self._project(self.w + (self.lr_w / divisor).view(-1, 1, 1, 1) * noisy)
+
+    def _residual(self, outputs: torch.Tensor, y: torch.Tensor, attributes: torch.Tensor,
+                  members: Sequence[torch.Tensor], weights: torch.Tensor, index: torch.Tensor,
+                  released: dict[str, torch.Tensor]) -> torch.Tensor:
+        """d(l_i + lam psi_i)/d(outputs_i) (R, B, O) of the model's outputs (one logit z for
+        binary logistic regression, read as the class logits [0, z]; else K logits).
+
+        With F = softmax(logits) and c = dpsi/dF split into its s-independent and s-dependent
+        parts (:func:`~dpminimax.algorithms.ermi.psi_grad_f_parts`), the chain rule through the
+        softmax gives ``F_m (c_m - sum_j c_j F_j)`` per logit m (binary: ``p (1 - p)
+        (c_1 - c_0)``); the cross-entropy adds ``F - onehot(y)``. Code v1's F = [p] is c = [0,
+        c]. Stores the F that psi uses in ``released["probs"]`` for the W step."""
+        logits = outputs if outputs.shape[-1] > 1 else torch.cat(
+            [torch.zeros_like(outputs), outputs], dim=-1)
+        probs = torch.softmax(logits, dim=-1)
+        released["probs"] = probs[..., 1:] if self.faithful else probs
+        independent, sensitive = self._per_cell(
+            members, lambda w, p_s: psi_grad_f_parts(attributes, w, p_s))
+        if self.faithful:
+            independent, sensitive = (F.pad(c, (1, 0)) for c in (independent, sensitive))
+
+        def through_softmax(c: torch.Tensor) -> torch.Tensor:
+            return probs * (c - (c * probs).sum(dim=-1, keepdim=True))
+
+        fair_independent, fair_sensitive = (through_softmax(c)[..., -outputs.shape[-1]:]
+                                            for c in (independent, sensitive))
+        if self.privacy == "sensitive_attribute" and not self.faithful:  # spec §11 item 3
+            norms = torch.linalg.vector_norm(fair_sensitive, dim=-1) * self.x_norm[index]
+            fair_sensitive = fair_sensitive * clip_factors(norms, self.clip).unsqueeze(-1)
+        loss = probs - F.one_hot(y, probs.shape[-1]).to(probs.dtype)
+        return loss[..., -outputs.shape[-1]:] + weights.unsqueeze(-1) * (
+            fair_independent + fair_sensitive)
 
     def _per_cell(self, members: Sequence[torch.Tensor], compute) -> tuple[torch.Tensor, ...]:
         """``compute(W_c, P_c)`` for every cell c, each example taking its own cell's values
@@ -513,19 +552,21 @@ class FermiProgram:
         sizes = (F.one_hot(cells, self.w.shape[1]) * mask.unsqueeze(-1)).sum(dim=1)  # (R, C)
         return divisor / sizes.gather(1, cells).to(torch.float32)
 
-    def _theta_step(self, residual: torch.Tensor, x: torch.Tensor, mask: torch.Tensor,
-                    divisor: float) -> None:
+    def _theta_step(self, x: torch.Tensor, mask: torch.Tensor, divisor: float,
+                    residual: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Alg. 1 line 5: per-example clipping (example mode) or none (the sensitive part was
-        clipped already), noise and descent; code v1 clips the batch-mean gradient instead."""
+        clipped already), noise and descent through the model; code v1 clips the batch-mean
+        gradient of the linear model instead."""
         if not self.faithful:
             clip = self.clip if self.privacy == "example" else torch.full_like(self.clip,
                                                                               math.inf)
-            private_linear_step(self.state, residual, x, mask, clip=clip,
-                                noise_std=self.theta_std * divisor, generators=self.noise,
-                                step_size=self.lr / divisor)
+            self.model.private_step(self.state, x, mask, residual, clip=clip,
+                                    noise_std=self.theta_std * divisor, generators=self.noise,
+                                    step_size=self.lr / divisor, dropout_streams=self.dropout)
             return
-        grad_w, grad_b = clipped_outer_sum(residual, x, mask, torch.full_like(self.clip,
-                                                                             math.inf))
+        outputs = linear_logits(self.state["weight"], self.state["bias"], x)
+        grad_w, grad_b = clipped_outer_sum(residual(outputs), x, mask,
+                                           torch.full_like(self.clip, math.inf))
         mean = {"weight": grad_w / divisor, "bias": grad_b / divisor}
         norms = per_sample_norms({k: v.unsqueeze(1) for k, v in mean.items()})  # (R, 1)
         factor = clip_factors(norms, self.clip)[:, 0]
