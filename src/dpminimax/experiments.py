@@ -25,7 +25,7 @@ import yaml
 
 from dpminimax.algorithms import UnknownMethodError, get_method
 from dpminimax.algorithms.base import UnknownParameterError
-from dpminimax.data import list_datasets
+from dpminimax.data import get_dataset_spec, list_datasets
 from dpminimax.tuning.protocol import TuningSpec, cell_grid, fixed_params
 from dpminimax.tuning.search import SearchSpaceError
 
@@ -124,12 +124,13 @@ def expand_jobs(
         seeds = at_scale.get("seeds")
         if not seeds:
             raise ExperimentConfigError(f"{where}.scales.{scale}.seeds: missing or empty")
-        datasets = dataset_override or experiment["datasets"]
-        for i, dataset in enumerate(datasets):
+        for i, dataset in enumerate([*experiment["datasets"], *(dataset_override or [])]):
             if dataset not in list_datasets():
+                name = (f"datasets[{i}]" if i < len(experiment["datasets"])
+                        else "dataset_override")
                 raise ExperimentConfigError(
-                    f"{where}.datasets[{i}]: unknown dataset {dataset!r}; "
-                    f"known: {list_datasets()}")
+                    f"{where}.{name}: unknown dataset {dataset!r}; known: {list_datasets()}")
+        datasets = _overridden(experiment["datasets"], dataset_override)
         methods = {}
         for method_name in experiment["methods"]:
             try:
@@ -161,6 +162,22 @@ def expand_jobs(
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
                                     tuple(int(s) for s in seeds), params, scale, tuned))
     return jobs
+
+
+def _data_family(dataset: str) -> str:
+    """"tabular" or "image" (image arrays and image files train the same networks)."""
+    return "tabular" if get_dataset_spec(dataset).kind == "tabular" else "image"
+
+
+def _overridden(datasets: list[str], override: list[str] | None) -> list[str]:
+    """The datasets an experiment runs on: ``override``'s datasets of the experiment's family
+    (tabular or image), or its own when the override has none of that family (a network
+    experiment keeps its images under a tabular override, and the reverse)."""
+    if not override:
+        return list(datasets)
+    family = {_data_family(d) for d in datasets}
+    same = [d for d in override if _data_family(d) in family]
+    return same or list(datasets)
 
 
 def _epsilon_params(method_spec: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:

@@ -64,6 +64,24 @@ def test_epsilon_params_override_params_per_epsilon_and_scale_params_win():
     assert jobs["1"]["clip"] == 2.0  # the smoke scale's clip overrides the epsilon's
 
 
+def test_dataset_override_replaces_datasets_of_the_same_family_only():
+    spec = copy.deepcopy(SPEC)
+    spec["experiments"]["images"] = {**copy.deepcopy(SPEC["experiments"]["exp"]),
+                                     "datasets": ["utkface"]}
+    spec["experiments"]["exp"]["datasets"] = ["adult", "credit-card"]
+
+    def datasets(override):
+        jobs = expand_jobs(spec, "smoke", dataset_override=override)
+        return {exp: sorted({j.dataset for j in jobs if j.experiment == exp})
+                for exp in ("exp", "images")}
+
+    assert datasets(["synthetic-fair"]) == {"exp": ["synthetic-fair"], "images": ["utkface"]}
+    assert datasets(["mnist", "heart"]) == {"exp": ["heart"], "images": ["mnist"]}
+    assert datasets(None) == {"exp": ["adult", "credit-card"], "images": ["utkface"]}
+    with pytest.raises(ExperimentConfigError, match="dataset_override: unknown dataset 'nope'"):
+        expand_jobs(spec, "smoke", dataset_override=["nope"])
+
+
 def test_scale_epsilon_subset():
     jobs = expand_jobs(SPEC, "quick")
     assert {j.epsilon for j in jobs if j.method == "dp_sgd"} == {"1"}

@@ -147,7 +147,7 @@ DPFERMI_SOURCE = "DP-FERMI repository (Gupta 2023) Figures/*.pt, decoded in spec
 # panels as RaCO-DP's Appendix B (EXPECTED_ROWS) plus Fig. 5 (UTK-Face, DP-FERMI only).
 DPFERMI_EXPECTED_ROWS = {
     **EXPECTED_ROWS,
-    ("demographic_parity", "utk-face"): {10.0: 4, 25.0: 5, 50.0: 5, 100.0: 5, 200.0: 5},
+    ("demographic_parity", "utkface"): {10.0: 4, 25.0: 5, 50.0: 5, 100.0: 5, 200.0: 5},
 }
 
 
@@ -165,7 +165,7 @@ def test_dpfermi_row_counts_match_the_spec(dpfermi_reported):
     assert set(dpfermi_reported["method"]) == {"dpfermi", "tran2021a", "tran2021b",
                                                "jagielski2019"}
     assert set(dpfermi_reported["source"]) == {DPFERMI_SOURCE}
-    utk = dpfermi_reported.loc[dpfermi_reported["dataset"] == "utk-face"]
+    utk = dpfermi_reported.loc[dpfermi_reported["dataset"] == "utkface"]
     assert set(utk["method"]) == {"dpfermi"}
     assert sorted(utk.loc[utk["epsilon"] == 10.0, "fairness_weight"]) == [0.0, 10.0, 100.0, 500.0]
 
@@ -177,9 +177,9 @@ def test_dpfermi_row_counts_match_the_spec(dpfermi_reported):
     (("demographic_parity", "retired-adult", INF, "dpfermi", 1.5),
      (0.2061, 0.0186, 0.0165, 0.0208)),
     # §8.3 UTK-Face, eps 10: "λ=500: (0.8841, 0.0454 [-0.0050, 0.0962])"
-    (("demographic_parity", "utk-face", 10.0, "dpfermi", 500.0), (0.8841, 0.0454, -0.0050, 0.0962)),
+    (("demographic_parity", "utkface", 10.0, "dpfermi", 500.0), (0.8841, 0.0454, -0.0050, 0.0962)),
     # §8.3 UTK-Face, eps 200 (appendix only): "λ=2: (0.3020, 0.1800 [0.1588, 0.2013])"
-    (("demographic_parity", "utk-face", 200.0, "dpfermi", 2.0), (0.3020, 0.1800, 0.1588, 0.2013)),
+    (("demographic_parity", "utkface", 200.0, "dpfermi", 2.0), (0.3020, 0.1800, 0.1588, 0.2013)),
     # §8.3 credit-card EO, eps 3: "λ=1.5: (0.2159, 0.0001 [-0.0000, 0.0002])"
     (("equalized_odds", "credit-card", 3.0, "dpfermi", 1.5), (0.2159, 0.0001, -0.0, 0.0002)),
 ])
@@ -209,7 +209,7 @@ def test_dpfermi_and_racodp_transcriptions_agree(dpfermi_reported, reported):
     key = ["constraint", "dataset", "epsilon", "method", "fairness_weight", "point"]
     merged = dpfermi_reported.merge(reported, on=key, how="outer", suffixes=("", "_racodp"),
                                     indicator=True)
-    assert set(merged.loc[merged["_merge"] == "left_only", "dataset"]) == {"utk-face"}
+    assert set(merged.loc[merged["_merge"] == "left_only", "dataset"]) == {"utkface"}
     assert (merged["_merge"] != "right_only").all()
     both = merged.loc[merged["_merge"] == "both"]
     assert len(both) == 295

@@ -107,6 +107,15 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
     for paper in ("racodp", "dpfermi"):
         claims = pd.read_csv(root / f"results/{paper}/tables/claims.csv")
         assert claims["verdict"].notna().all() and len(claims) > 20
+    utk = fermi.loc[fermi["dataset"] == "utkface"]  # VGG9 on the marked stand-in
+    assert set(utk["method"]) == {"dpfermi"} and utk["data_standin"].all() and len(utk) == 2
+    assert (utk["epsilon_spent"] <= 100.0).all()
+    celeba = pd.read_parquet(root / "results/racodp/runs.parquet").query("dataset == 'celeba'")
+    assert set(celeba["method"]) == {"racodp", "sgda_nonprivate"}
+    assert celeba["data_standin"].all()
+    for paper, experiment in (("dpfermi", "fig5_utkface_dp"), ("racodp", "fig2a_celeba")):
+        figure = root / f"results/{paper}/figures/{experiment}/tradeoff_dp.png"
+        assert figure.stat().st_size > 1000
     dominance = pd.read_csv(root / "results/dpfermi/tables/cross_paper_dp/dominance_dp.csv")
     assert set(dominance["dataset"]) == {"adult", "credit-card"}
     assert (root / "results/racodp/bench/table2.json").exists()
