@@ -100,6 +100,14 @@ def test_fit_spends_at_most_the_budget_and_records_both_epsilons(data):
         assert 1 <= params["steps"] <= 300
 
 
+def test_a_budget_below_one_step_names_the_parameters_to_change(data):
+    runs = expand_runs([0], 1.0, 1e-5, {"batch_size": 256, "max_steps": 10,
+                                         "noise_multiplier": 0.3, "histogram_scale": 1.0})
+    with pytest.raises(ValueError, match=r"single step already spends epsilon .* > target 1\.0"
+                                         r".*raise noise_multiplier or histogram_scale"):
+        get_method("racodp").fit(data, runs, DEVICE)
+
+
 def _disparate_problem(n=4000, seed=0):
     """A binary task whose most predictive feature is shifted by the group: the unconstrained
     logistic regression has a large demographic-parity gap, and predicting from the other

@@ -193,6 +193,12 @@ class RacoDp(Method):
         cap = int(shared["max_steps"])
         if epsilon(make_event(cap), run.delta, shared["accountant"]) <= run.epsilon:
             return cap
+        one_step = epsilon(make_event(1), run.delta, shared["accountant"])
+        if one_step > run.epsilon:
+            raise ValueError(
+                f"method {self.name!r}: a single step already spends epsilon {one_step:.4g} > "
+                f"target {run.epsilon} (sampling rate q={q:.4g}, delta={run.delta:g}); raise "
+                "noise_multiplier or histogram_scale, or lower batch_size")
         return int(calibrate_event_parameter(make_event, run.epsilon, run.delta,
                                              shared["accountant"], bracket=(1, cap),
                                              discrete=True))
