@@ -32,6 +32,18 @@ def test_concat_reads_parquet_and_csv(tmp_path):
     assert table["epsilon"].dtype == float and math.isinf(table["epsilon"].iloc[-1])
 
 
+def test_concat_makes_a_text_and_number_parameter_text(tmp_path):
+    """clip_dual is "bound" in one job and 5.0 in another: the stacked table holds text (the
+    mixed column could not be written to parquet) and keeps missing values missing."""
+    results().assign(p_clip="bound").to_parquet(tmp_path / "a.parquet")
+    results().assign(p_clip=5.0).to_parquet(tmp_path / "b.parquet")
+    results().to_parquet(tmp_path / "c.parquet")
+    table = concat_results([tmp_path / name for name in ("a.parquet", "b.parquet", "c.parquet")])
+    assert table["p_clip"].tolist()[:4] == ["bound", "bound", "5.0", "5.0"]
+    assert table["p_clip"].iloc[4:].isna().all() and table["p_lam"].dtype == float
+    table.to_parquet(tmp_path / "all.parquet")
+
+
 def test_missing_column_names_file_and_column(tmp_path):
     path = tmp_path / "broken.parquet"
     results().drop(columns=["seed"]).to_parquet(path)

@@ -26,6 +26,7 @@ from dpminimax.algorithms.tran2021b import (
     Tran2021b,
     Tran2021bNonPrivate,
     constraint_logit_jacobian,
+    violation_bound,
     violation_contributions,
 )
 from dpminimax.data import PreparedDataset
@@ -411,7 +412,61 @@ def test_pfld_accounting_contains_every_release(monkeypatch):
     assert dual["event"]["noise_multiplier"] == pytest.approx(4.0 * sigma)
     program = PfldProgram(data, [0], [params], device=DEVICE)
     torch.testing.assert_close(program.gradient_std, torch.tensor([10.0 * sigma]))
-    torch.testing.assert_close(program.dual_std, torch.tensor([5.0 * 4.0 * sigma]))
+    assert params["clip_dual"] == "bound"
+    torch.testing.assert_close(program.clip_dual,
+                               violation_bound(program.counts, program.parents, 400))
+    torch.testing.assert_close(program.dual_std, program.clip_dual * 4.0 * sigma)
+
+
+def _small_cell(n=2000, seed=0) -> PreparedDataset:
+    """Group 1 is 6% of the data and mostly positive: the equalized-odds cell (y = 0, s = 1)
+    holds about 1% of the examples, so its ||v_i|| is about 100 times the largest cell's."""
+    rng = np.random.default_rng(seed)
+    s = (rng.random(n) < 0.06).astype(np.int64)
+    u = rng.normal(0.0, 1.0, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * (u + s)))).astype(np.int64)
+    x = np.stack([u + s, rng.normal(0.0, 1.0, n)], 1).astype(np.float32)
+    return toy_dataset(x, y, s)
+
+
+def test_pfld_violation_bound_is_the_largest_contribution_norm():
+    """For any p in [0, 1] no example's ||v_i|| exceeds violation_bound (the dual release's
+    sensitivity without clipping); p = 1 reaches it (every cell is occupied)."""
+    data = _small_cell()
+    for fairness in ("demographic_parity", "equalized_odds"):
+        groups = GroupCells(fairness, 2)
+        cells = groups.cell_of(torch.as_tensor(data.y_train), torch.as_tensor(data.s_train))
+        counts = torch.bincount(cells, minlength=groups.num_cells).float()[None]
+        counts = counts + torch.tensor([[3.5, -2.0, 0.25, 7.0][:groups.num_cells]])  # noisy
+        bound = violation_bound(counts, groups.parents(), len(cells))
+        generator = torch.Generator().manual_seed(3)
+        for probs in (torch.rand(1, len(cells), 1, generator=generator),
+                      torch.ones(1, len(cells), 1)):
+            v = violation_contributions(probs, cells[None], counts, groups.parents(), len(cells))
+            largest = torch.linalg.vector_norm(v, dim=-1).max()
+            assert float(largest) <= float(bound[0]) * (1 + 1e-6)
+        torch.testing.assert_close(largest, bound[0])
+
+
+def test_pfld_dual_release_at_the_bound_is_the_gap_and_a_small_clip_biases_it():
+    """Noise-free releases (sigma = 0) at a theta with unequal rates: C_d = "bound" gives the
+    exact full-data gaps; C_d = 5 (PF-LD's value) clips only the small cell's examples and
+    shifts its released gap by more than 0.1 -- the bias that reversed the equalized-odds
+    constraint on Adult."""
+    data = _small_cell()
+    y, s = torch.as_tensor(data.y_train), torch.as_tensor(data.s_train)
+    p = torch.sigmoid(torch.as_tensor(data.x_train)[:, 0])
+    exact = torch.stack([p[(y == c // 2) & (s == c % 2)].mean() - p[y == c // 2].mean()
+                         for c in range(4)])
+    released = {}
+    for clip in ("bound", 5.0):
+        params = _pfld_params(Tran2021b(), fairness="equalized_odds", clip_dual=clip)
+        program = PfldProgram(data, [0], [params], device=DEVICE)
+        program.state["weight"][0, 0, 0] = 1.0
+        released[clip] = program.violations()[0]
+    torch.testing.assert_close(released["bound"], exact, rtol=1e-4, atol=1e-5)
+    small = int(torch.bincount(2 * y + s, minlength=4).argmin())
+    assert abs(float(released[5.0][small] - exact[small])) > 0.1
 
 
 def test_pfld_constraint_reduces_demographic_parity_violation():
@@ -453,6 +508,7 @@ def test_pfld_batched_runs_equal_runs_alone(cached_calibration):
     (Tran2021b(), {"alpha": -0.1}, 1.0, "alpha must be a finite number >= 0"),
     (Tran2021b(), {"fairness": "parity"}, 1.0, "fairness must be one of"),
     (Tran2021b(), {"clip_dual": 0.0}, 1.0, "clip_dual must be > 0"),
+    (Tran2021b(), {"clip_dual": "auto"}, 1.0, "clip_dual must be a number > 0 or 'bound'"),
     (Tran2021b(), {"lr_dual": math.nan}, 1.0, "lr_dual must be a finite number >= 0"),
     (Tran2021b(), {}, INF, "for epsilon = inf use 'tran2021b_nonprivate'"),
     (Tran2021bNonPrivate(), {}, 1.0, "its epsilon must be 'inf'"),

@@ -49,10 +49,21 @@ def concat_results(
         tables.append(table)
     if not tables:
         raise ResultsTableError("concat_results: no results files given")
-    results = pd.concat(tables, ignore_index=True)
+    results = _uniform_parameter_types(pd.concat(tables, ignore_index=True))
     if "epsilon" in results.columns:
         results["epsilon"] = pd.to_numeric(results["epsilon"]).astype(float)
     return results
+
+
+def _uniform_parameter_types(table: pd.DataFrame) -> pd.DataFrame:
+    """A parameter column whose values mix text and numbers (``clip_dual`` is ``"bound"`` or a
+    number) holds text throughout, so the stacked table can be written to parquet."""
+    for column in (c for c in table.columns if c.startswith("p_")):
+        values = table[column].dropna()
+        kinds = {isinstance(v, str) for v in values}
+        if kinds == {True, False}:
+            table[column] = table[column].map(lambda v: v if pd.isna(v) else str(v))
+    return table
 
 
 def summarize(
