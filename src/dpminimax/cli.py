@@ -6,7 +6,7 @@
     dpminimax data list | dpminimax data prepare NAME --out DIR [--max-rows N]
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|workflow [--json] [--repeats N]
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|workflow [--json] [--repeats N]
 """
 
 from __future__ import annotations
@@ -101,6 +101,10 @@ def _bench(args: argparse.Namespace) -> None:
         from dpminimax.bench_fermi_grid import run_fermi_grid_benchmark
 
         result = run_fermi_grid_benchmark(steps=args.repeats)
+    elif args.suite == "jagielski":
+        from dpminimax.bench_jagielski import run_jagielski_benchmark
+
+        result = run_jagielski_benchmark()
     elif args.suite == "workflow":
         from dpminimax.bench_workflow import time_dry_run
 
@@ -167,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     rerun.set_defaults(handler=lambda a: _train(a.config, a.data, a.out))
 
     bench = commands.add_parser("bench", help="speed benchmarks")
-    bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "workflow"])
+    bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
+                                          "workflow"])
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--repeats", type=int, default=30)
     bench.set_defaults(handler=_bench)
