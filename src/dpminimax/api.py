@@ -34,7 +34,7 @@ from dpminimax.provenance import code_fingerprint
 from dpminimax.report import concat_results, series_table, summarize, write_table
 from dpminimax.report.claims import claims_table, write_claims_table
 from dpminimax.report.figures import save_figure, stamp_standin, standin_datasets
-from dpminimax.report.gain import measured_gains
+from dpminimax.report.gain import gain_experiments, measured_gains
 from dpminimax.report.reference import load_claims, load_reported
 from dpminimax.report.registry import FigureRequest, get_drawer, get_table
 from dpminimax.tuning import choose_configs
@@ -330,8 +330,8 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     measured = {**from_files, **(measured or {})}
     if "data_standin" in runs.columns:  # stand-in runs measure nothing the paper claims
         runs = runs.loc[~runs["data_standin"].astype(bool)]
-    values = {**measured_gains(runs), **(measured or {})}
     claims = load_claims(claims_path)
+    values = {**measured_gains(runs, gain_experiments(claims)), **(measured or {})}
     known = {claim["id"] for claim in claims}
     table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})
     write_claims_table(table, csv_out, markdown_out)

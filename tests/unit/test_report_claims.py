@@ -193,7 +193,7 @@ def test_claims_table_verdict_branches(runs):
         "celeba": "not run: data unavailable",
         "prose_only": "not run: no measured value given (not computable from the runs table)",
         "timed": REPRODUCED,  # a measured value counts even when the data are not in the runs
-        "nan_timed": "not run: measured value is NaN",
+        "nan_timed": "not run: measured value is NaN (undefined on these runs; see the measure)",
         "figure_only": QUALITATIVE,
         "figure_counted": QUALITATIVE,
         "no_match": "not run: no matching runs",

@@ -68,7 +68,15 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
     # DP-FERMI at error 0.17 (halfway): violation 0.11; gain (0.2 - 0.11) / 0.11
     assert measured["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
     assert measured["dp_gain_median"] == measured["dp_gain_mean"]
-    assert "eo_gain_mean" not in measured  # no in-range EO panel
+    assert "eo_gain_mean" not in measured  # no EO panel at all
+    # an EO panel whose baseline error lies outside DP-FERMI's range: the gain is undefined
+    eo = pd.DataFrame(rows).assign(eo_violation=0.1)
+    eo["p_fairness"] = "equalized_odds"
+    eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.5
+    undefined = measured_gains(eo)
+    assert {"eo_gain_mean", "eo_gain_median", "eo_gain_min_positive"} <= set(undefined)
+    assert all(np.isnan(undefined[f"eo_gain_{kind}"])
+               for kind in ("mean", "median", "min_positive"))
 
 
 def test_a_zero_curve_violation_leaves_the_gain_undefined_not_infinite():
@@ -79,3 +87,33 @@ def test_a_zero_curve_violation_leaves_the_gain_undefined_not_infinite():
     gains = performance_gains(curve, points)
     assert bool(gains["in_range"].iloc[0]) and np.isnan(gains["gain"].iloc[0])
     assert summarize_gains(gains)["panels"] == 0
+
+
+def test_gains_never_pool_experiments_and_count_only_the_claims_experiments():
+    """The same method and epsilon in a figure experiment and in our cross-paper experiment are
+    two panels, never one; the claims' ``measure.experiments`` keeps the figure's only."""
+    from dpminimax.report.gain import gain_experiments, gains_from_runs, measured_gains
+    from dpminimax.report.reference import load_claims
+
+    rows = []
+    for experiment, tran_error in (("fig", 0.17), ("cross", 0.19)):
+        for lam, err, viol in ((0.0, 0.15, 0.20), (1.0, 0.19, 0.02)):
+            rows.append({"experiment": experiment, "method": "dpfermi", "dataset": "d",
+                         "epsilon": 1.0, "seed": 0, "p_lam": lam,
+                         "p_fairness": "demographic_parity", "test_error": err,
+                         "dp_violation": viol})
+        rows.append({"experiment": experiment, "method": "tran2021b", "dataset": "d",
+                     "epsilon": 1.0, "seed": 0, "p_fairness": "demographic_parity",
+                     "test_error": tran_error, "dp_violation": 0.2})
+    runs = pd.DataFrame(rows).assign(eo_violation=0.0)
+    gains = gains_from_runs(runs, "dp_violation").set_index("experiment")
+    assert gains.loc["fig", "gain"] == pytest.approx(0.09 / 0.11)     # at 0.17: 0.11
+    assert gains.loc["cross", "gain"] == pytest.approx(0.18 / 0.02)   # at 0.19: 0.02
+    only_figure = measured_gains(runs, {"dp": ["fig"]})
+    assert only_figure["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
+    assert measured_gains(runs)["dp_gain_mean"] == pytest.approx(
+        50 * (0.09 / 0.11 + 0.18 / 0.02))
+    claims = load_claims(Path(__file__).parents[2] / "papers" / "dpfermi" / "claims.yaml")
+    assert gain_experiments(claims) == {
+        "dp": ["fig2_adult_dp", "fig7_credit_dp", "fig3_8_parkinsons_dp", "fig6_retired_dp"],
+        "eo": ["fig9_adult_eo", "fig4_credit_eo", "fig10_retired_eo"]}

@@ -187,7 +187,7 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
     if claim["id"] in measured:
         ours, source, n_runs, reason = float(measured[claim["id"]]), "measured", 0, ""
         if math.isnan(ours):
-            reason = "measured value is NaN"
+            reason = "measured value is NaN (undefined on these runs; see the measure)"
     elif datasets and not present.intersection(map(str, datasets)):
         return {**row, "verdict": f"{NOT_RUN}: data unavailable"}
     elif machine:

@@ -15,6 +15,9 @@ own plotted numbers this gives the reported median exactly (65.89%) and the mean
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -67,8 +70,18 @@ FAIRNESS_OF = {"dp_violation": "demographic_parity", "eo_violation": "equalized_
 def gains_from_runs(runs: pd.DataFrame, violation: str, *, curve_method: str = "dpfermi",
                     point_method: str = "tran2021b") -> pd.DataFrame:
     """:func:`performance_gains` of our runs: ``curve_method``'s curve (mean over seeds per
-    lambda) against ``point_method``'s point (mean over seeds), per (dataset, finite epsilon),
-    over the runs trained for the fairness notion ``violation`` measures (``p_fairness``)."""
+    lambda) against ``point_method``'s point (mean over seeds), per (experiment, dataset, finite
+    epsilon), over the runs trained for the fairness notion ``violation`` measures
+    (``p_fairness``). Experiments are never pooled: the same method and epsilon can run in two
+    experiments with different delta or grids (the figure and the cross-paper comparison)."""
+    if "experiment" in runs.columns:
+        per_experiment = [
+            gains_from_runs(rows.drop(columns="experiment"), violation,
+                            curve_method=curve_method, point_method=point_method
+                            ).assign(experiment=name)
+            for name, rows in runs.groupby("experiment")]
+        return (pd.concat(per_experiment, ignore_index=True) if per_experiment
+                else pd.DataFrame(columns=["experiment", *KEYS, "gain", "in_range"]))
     fairness = FAIRNESS_OF[violation]
     finite = runs.loc[np.isfinite(pd.to_numeric(runs["epsilon"]))]
     if "p_fairness" in finite.columns:
@@ -86,15 +99,35 @@ def gains_from_runs(runs: pd.DataFrame, violation: str, *, curve_method: str = "
     return performance_gains(curve, points)
 
 
-def measured_gains(runs: pd.DataFrame) -> dict[str, float]:
+def gain_experiments(claims: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Claim prefix (``dp``, ``eo``) -> the experiments whose panels its gains are taken over,
+    from ``measure.experiments`` of the claims ``<prefix>_gain_mean`` (the paper's figures; our
+    own cross-paper experiment must not count)."""
+    return {claim["id"].removesuffix("_gain_mean"): list(claim["measure"]["experiments"])
+            for claim in claims
+            if claim["id"] in {f"{prefix}_gain_mean" for prefix in GAIN_CLAIMS.values()}
+            and "experiments" in claim.get("measure", {})}
+
+
+def measured_gains(runs: pd.DataFrame,
+                   experiments: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
     """The DP-FERMI claims ``<dp|eo>_gain_mean``, ``_median`` and ``_min_positive`` measured on
-    our runs (only those with at least one in-range panel)."""
+    our runs: absent when no panel has both methods, NaN when panels have both but none has the
+    baseline's error inside DP-FERMI's range (the gain is undefined there, not unmeasured).
+    ``experiments`` (:func:`gain_experiments`) restricts each prefix to its experiments."""
     measured = {}
     for violation, prefix in GAIN_CLAIMS.items():
         if violation not in runs.columns or "p_lam" not in runs.columns:
             continue
-        gains = gains_from_runs(runs, violation)
-        if gains.empty or gains.loc[gains["in_range"], "gain"].dropna().empty:
+        rows = runs
+        if experiments and prefix in experiments and "experiment" in runs.columns:
+            rows = runs.loc[runs["experiment"].isin(experiments[prefix])]
+        gains = gains_from_runs(rows, violation)
+        if gains.empty:
+            continue
+        if gains.loc[gains["in_range"], "gain"].dropna().empty:
+            measured.update({f"{prefix}_gain_{kind}": float("nan")
+                             for kind in ("mean", "median", "min_positive")})
             continue
         summary = summarize_gains(gains)
         measured[f"{prefix}_gain_mean"] = summary["mean_percent"]
