@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpminimax.bench_jagielski import jagielski_jobs, run_jagielski_benchmark
+from dpminimax.bench_jagielski import jagielski_jobs, job_label, run_jagielski_benchmark
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 
@@ -26,8 +26,8 @@ def test_smoke_scale_benchmark_times_every_job():
             pytest.skip(f"{name} not on the search path: {err}")
     result = run_jagielski_benchmark(scale="smoke")
     assert [row["job"] for row in result["jobs"]] == [
-        f"{job.experiment}/{job.dataset}/eps~{job.epsilon}" for job in jagielski_jobs(
-            scale="smoke")]
+        job_label(job) for job in jagielski_jobs(scale="smoke")]
+    assert result["jobs"][0]["job"] == "fig9_adult_eo/adult/eps~1"
     assert all(row["runs"] == 5 and row["seconds"] > 0 for row in result["jobs"])
     assert result["skipped"] == [] and result["total_minutes"] == pytest.approx(
         sum(row["seconds"] for row in result["jobs"]) / 60.0)
