@@ -6,7 +6,7 @@
     dpminimax data list | dpminimax data prepare NAME --out DIR [--max-rows N]
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|jagielski|workflow [--json] [--repeats N]
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow [--json] [--repeats N]
 """
 
 from __future__ import annotations
@@ -105,6 +105,12 @@ def _bench(args: argparse.Namespace) -> None:
         from dpminimax.bench_jagielski import run_jagielski_benchmark
 
         result = run_jagielski_benchmark()
+    elif args.suite == "tuning":
+        from dpminimax.bench_tuning import DATASETS, run_tuning_benchmark
+
+        result = run_tuning_benchmark(args.mode, configs=args.configs,
+                                      datasets=args.datasets or DATASETS,
+                                      epsilons=args.epsilons, steps=min(args.repeats, 20))
     elif args.suite == "workflow":
         from dpminimax.bench_workflow import time_dry_run
 
@@ -172,9 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "workflow"])
+                                          "tuning", "workflow"])
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--repeats", type=int, default=30)
+    bench.add_argument("--mode", choices=["estimate", "full"], default="estimate",
+                       help="tuning: time the protocol end to end or estimate it")
+    bench.add_argument("--configs", type=int, default=40, help="tuning: phase-1 configurations")
+    bench.add_argument("--datasets", nargs="+", default=None, help="tuning: datasets")
+    bench.add_argument("--epsilons", nargs="+", default=None, help="tuning: epsilons")
     bench.set_defaults(handler=_bench)
     return parser
 

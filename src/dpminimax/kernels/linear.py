@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.noise import add_noise
+from dpminimax.kernels.rowdot import row_logits, row_logits_supported
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
@@ -50,7 +51,11 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> 
     before summing it; runs are processed in chunks of about :data:`_CHUNK_ELEMENTS` products so
     that this temporary stays small enough to be reused by the allocator instead of being
     faulted in afresh every step (which cost more than the arithmetic for 100 batched runs).
+    Contiguous CPU rows without an autograd graph take the compiled loop of
+    :mod:`dpminimax.kernels.rowdot` instead (same contract, several times faster).
     """
+    if row_logits_supported(weight, bias, x):
+        return row_logits(weight, bias, x)
     runs_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, x[0].numel() * weight.shape[1]))
     chunks = [
         torch.linalg.vecdot(x[r:r + runs_per_chunk].unsqueeze(-2),

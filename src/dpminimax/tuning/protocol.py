@@ -149,19 +149,11 @@ def fit_with_selection(method: Method, data: PreparedDataset, runs: Sequence[Run
     One batched program per value of the method's shared parameters and of the batch size: runs
     of different batch sizes could share a program, but every batch is padded to the largest,
     which wasted ~40% of phase 1's time on the paper's range B in [256, 1256]."""
-    groups: dict[str, list[int]] = {}
-    for index, run in enumerate(runs):
-        resolved = method.resolve(run.params)
-        key = repr([resolved.get(name) for name in (*method.shared_parameters, "batch_size")])
-        groups.setdefault(key, []).append(index)
-    x_train = torch.as_tensor(data.x_train, device=device)
-    x_val_t = torch.as_tensor(x_val, device=device)
-    y_val_t = torch.as_tensor(y_val, device=device)
     pieces = []
-    for indices in groups.values():
+    for indices in program_groups(method, runs):
         group = [runs[i] for i in indices]
-        selector = CheckpointSelector(x_train, x_val_t, y_val_t,
-                                      _violation(method, data, group, device), eval_every)
+        selector = checkpoint_selector(method, data, group, device, x_val=x_val, y_val=y_val,
+                                       eval_every=eval_every)
         fit = method.fit(data, group, device, monitor=selector)
         steps = [int(p["steps"]) for p in fit.resolved_params]
         state, records = selector.select(max(steps), fit.model, fit.state)
@@ -170,6 +162,27 @@ def fit_with_selection(method: Method, data: PreparedDataset, runs: Sequence[Run
             record["selected_step"] = min(record["selected_step"], run_steps)
         pieces.append((indices, replace(fit, state=state), records))
     return _concatenate(pieces, len(runs))
+
+
+def program_groups(method: Method, runs: Sequence[RunSpec]) -> list[list[int]]:
+    """Indices of ``runs`` per batched program: one per value of the method's shared
+    parameters and of the batch size (see :func:`fit_with_selection`)."""
+    groups: dict[str, list[int]] = {}
+    for index, run in enumerate(runs):
+        resolved = method.resolve(run.params)
+        key = repr([resolved.get(name) for name in (*method.shared_parameters, "batch_size")])
+        groups.setdefault(key, []).append(index)
+    return list(groups.values())
+
+
+def checkpoint_selector(method: Method, data: PreparedDataset, runs: Sequence[RunSpec],
+                        device: torch.device, *, x_val: np.ndarray, y_val: np.ndarray,
+                        eval_every: int) -> CheckpointSelector:
+    """The checkpoint rule's monitor for one batched program of ``runs``."""
+    return CheckpointSelector(torch.as_tensor(data.x_train, device=device),
+                              torch.as_tensor(x_val, device=device),
+                              torch.as_tensor(y_val, device=device),
+                              _violation(method, data, runs, device), eval_every)
 
 
 def _violation(method: Method, data: PreparedDataset, runs: Sequence[RunSpec],

@@ -1,0 +1,71 @@
+"""The compiled row-wise logits against a float64 reference, and their layout invariance."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpminimax.kernels.linear import linear_logits
+from dpminimax.kernels.rowdot import row_logits, row_logits_supported
+
+
+def _inputs(runs, batch, features, classes, seed, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(runs, classes, features, generator=g, dtype=dtype),
+            torch.randn(runs, classes, generator=g, dtype=dtype),
+            torch.randn(runs, batch, features, generator=g, dtype=dtype))
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.integers(1, 4), st.integers(0, 40), st.integers(1, 130), st.sampled_from([1, 2, 5]),
+       st.integers(0, 2**16), st.sampled_from([torch.float32, torch.float64]))
+def test_row_logits_equal_the_dot_products(runs, batch, features, classes, seed, dtype):
+    weight, bias, x = _inputs(runs, batch, features, classes, seed, dtype)
+    reference = (torch.einsum("rbd,rkd->rbk", x.double(), weight.double())
+                 + bias.double().unsqueeze(1))
+    logits = row_logits(weight, bias, x)
+    assert logits.dtype == dtype and logits.shape == (runs, batch, classes)
+    tolerance = 1e-4 if dtype == torch.float32 else 1e-11
+    torch.testing.assert_close(logits.double(), reference, rtol=tolerance, atol=tolerance)
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.integers(2, 5), st.integers(1, 40), st.integers(1, 130), st.integers(0, 2**16))
+def test_a_run_gets_the_same_bits_alone_and_among_others(runs, batch, features, seed):
+    """Bit-identity: run r alone, on a prefix of its rows, equals its slice of the batched call
+    (another batch length, another position, other neighbours)."""
+    weight, bias, x = _inputs(runs, batch, features, 2, seed)
+    together = row_logits(weight, bias, x)
+    r, rows = runs // 2, max(1, batch // 2)
+    alone = row_logits(weight[r:r + 1], bias[r:r + 1], x[r:r + 1, :rows].contiguous())
+    assert torch.equal(alone[0], together[r, :rows])
+
+
+def test_linear_logits_dispatch():
+    """CPU rows without autograd take the compiled loop; autograd and broadcast views do not."""
+    weight, bias, x = _inputs(2, 8, 6, 2, 0)
+    assert row_logits_supported(weight, bias, x)
+    assert torch.equal(linear_logits(weight, bias, x), row_logits(weight, bias, x))
+    shared = x[0].unsqueeze(0).expand(2, -1, -1)
+    assert not row_logits_supported(weight, bias, shared)
+    weight.requires_grad_(True)
+    assert not row_logits_supported(weight, bias, x)
+    logits = linear_logits(weight, bias, x)
+    logits.sum().backward()
+    torch.testing.assert_close(weight.grad, x.sum(dim=1).unsqueeze(1).expand(-1, 2, -1))
+    with torch.no_grad():
+        assert row_logits_supported(weight, bias, x)
+    assert not row_logits_supported(weight, bias, x.to(torch.float16))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_thread_count_does_not_change_bits(threads):
+    weight, bias, x = _inputs(3, 300, 102, 2, 1)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = row_logits(weight, bias, x)
+        torch.set_num_threads(threads)
+        assert torch.equal(row_logits(weight, bias, x), one)
+    finally:
+        torch.set_num_threads(before)
