@@ -81,8 +81,10 @@ from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_n
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
+from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
 from dpminimax.kernels.noise import add_noise
+from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import (
@@ -475,7 +477,7 @@ class FermiProgram:
         """Alg. 1 lines 4-6 on the batch ``index`` (R, B) / ``mask``: the theta residuals from
         this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
         (theta_t, W_t); ``divisor`` turns sums into averages."""
-        x, y, s, cells = (self.rows.gather(index), self.y[index], self.s[index],
+        x, y, s, cells = (self.rows.take(index), self.y[index], self.s[index],
                           self.cells[index])
         attributes = F.one_hot(s, self.groups)[..., :self.columns].to(torch.float32)
         members = [cells == cell for cell in range(self.w.shape[1])]
@@ -512,7 +514,7 @@ class FermiProgram:
         c]. Stores the F that psi uses in ``released["probs"]`` for the W step."""
         logits = outputs if outputs.shape[-1] > 1 else torch.cat(
             [torch.zeros_like(outputs), outputs], dim=-1)
-        probs = torch.softmax(logits, dim=-1)
+        probs = row_softmax(logits)
         released["probs"] = probs[..., 1:] if self.faithful else probs
         independent, sensitive = self._per_cell(
             members, lambda w, p_s: psi_grad_f_parts(attributes, w, p_s))
@@ -552,7 +554,7 @@ class FermiProgram:
         sizes = (F.one_hot(cells, self.w.shape[1]) * mask.unsqueeze(-1)).sum(dim=1)  # (R, C)
         return divisor / sizes.gather(1, cells).to(torch.float32)
 
-    def _theta_step(self, x: torch.Tensor, mask: torch.Tensor, divisor: float,
+    def _theta_step(self, x: torch.Tensor | IndexedRows, mask: torch.Tensor, divisor: float,
                     residual: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Alg. 1 line 5: per-example clipping (example mode) or none (the sensitive part was
         clipped already), noise and descent through the model; code v1 clips the batch-mean

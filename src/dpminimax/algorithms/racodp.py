@@ -50,6 +50,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
 from dpminimax.kernels.clip import example_sum
 from dpminimax.kernels.noise import add_noise
+from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork, batched_model
@@ -285,23 +286,23 @@ class RacoDpProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, cells = self.rows.gather(index), self.y[index], self.cells[index]
+        x, y, cells = self.rows.take(index), self.y[index], self.cells[index]
         one_hot_cells = F.one_hot(cells, self.constraints.num_cells)
         released: dict[str, torch.Tensor] = {}
 
         def residual(logits: torch.Tensor) -> torch.Tensor:
             """d(Lagrangian_i)/d(logits_i) from the noisy histogram of this forward pass."""
-            probs = torch.softmax(self.temperature.view(-1, 1, 1) * logits, dim=-1)
+            probs = row_softmax(self.temperature.view(-1, 1, 1) * logits)
             cell_values = one_hot_cells.to(probs.dtype)
             exact = self._histogram(cell_values, probs, mask)                 # eq. (8)
             noise = add_noise(torch.zeros_like(exact), self.histogram_std,
                               self.histogram_streams, self.histogram_noise)
             soft = exact + noise                                              # eq. (9)
             weights = self.constraints.cell_weights(self.dual, soft)          # eq. (10)
-            weights = weights[torch.arange(len(x)).view(-1, 1), cells]
+            weights = weights[torch.arange(index.shape[0]).view(-1, 1), cells]
             weighted = (weights * probs).sum(dim=-1, keepdim=True)
             released.update(logits=logits, cells=cell_values, noise=noise, soft=soft)
-            return (torch.softmax(logits, dim=-1) - F.one_hot(y, 2).to(probs.dtype)
+            return (row_softmax(logits) - F.one_hot(y, 2).to(probs.dtype)
                     + (self.batch * self.temperature).view(-1, 1, 1) * probs
                     * (weights - weighted))
 

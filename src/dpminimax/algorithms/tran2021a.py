@@ -69,6 +69,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
 from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
+from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.privacy import (
@@ -256,10 +257,10 @@ class Tran2021aProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, groups = self.rows.gather(index), self.y[index], self.s[index]
+        x, y, groups = self.rows.take(index), self.y[index], self.s[index]
         logits = linear_logits(self.state["weight"], self.state["bias"], x)
         # sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)
-        probs = torch.softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1), -1)[..., 1:]
+        probs = row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]
         exact = cell_sums(torch.cat([torch.ones_like(probs), probs], dim=-1), groups, mask,
                           self.groups.num_cells)                                  # step 1
         histogram = add_noise(exact, self.histogram_std, self.histogram_streams)

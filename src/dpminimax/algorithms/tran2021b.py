@@ -95,6 +95,7 @@ from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
+from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.privacy import (
@@ -334,12 +335,12 @@ class PfldProgram:
     @staticmethod
     def _probs(logits: torch.Tensor) -> torch.Tensor:
         """sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)."""
-        return torch.softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1), -1)[..., 1:]
+        return row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]
 
     def primal_step(self) -> None:
         """Both primal releases of one Poisson batch at theta_t, then the descent step."""
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, cells = self.rows.gather(index), self.y[index], self.cells[index]
+        x, y, cells = self.rows.take(index), self.y[index], self.cells[index]
         probs = self._probs(linear_logits(self.state["weight"], self.state["bias"], x))
         jacobian = constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n)
         weight, bias = clipped_outer_sum(jacobian, x, mask, self.clip_primal)

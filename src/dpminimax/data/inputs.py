@@ -1,7 +1,8 @@
 """Model inputs of a prepared dataset: feature rows and in-memory images as tensors, image files
 (CelebA) read on access.
 
-Training gathers the sampled rows of every run each step (``gather(index)`` with index (R, B));
+Training gathers the sampled rows of every run each step (``gather(index)`` with index (R, B),
+or ``take(index)``, which leaves feature rows in place for linear models);
 evaluation runs the model over a whole split. Kinds "tabular" and "image" hold their inputs in
 ``x_*`` arrays; kind "image-files" holds image numbers there and the images are opened by
 :class:`~dpminimax.data.celeba.CelebAImages` (162,770 training images at 128x128 would need 31 GiB
@@ -29,6 +30,11 @@ class ImageFileRows:
     def gather(self, index: torch.Tensor) -> torch.Tensor:
         rows = [self.images[int(i)] for i in index.reshape(-1).tolist()]
         return torch.stack(rows).to(self.device).view(*index.shape, *rows[0].shape)
+
+    def take(self, index: torch.Tensor) -> torch.Tensor:
+        """The batch as models read it (``RowGatherer.take`` leaves feature rows in place;
+        images are always read into one tensor)."""
+        return self.gather(index)
 
 
 def training_rows(data: PreparedDataset, device: torch.device) -> RowGatherer | ImageFileRows:

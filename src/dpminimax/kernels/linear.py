@@ -36,14 +36,16 @@ import torch
 import torch.nn.functional as F
 
 from dpminimax.kernels.clip import clip_factors, example_sum
+from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.noise import add_noise
-from dpminimax.kernels.rowdot import row_logits, row_logits_supported
+from dpminimax.kernels.rowwise import row_logits, row_logits_supported, row_softmax
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
 
 
-def linear_logits(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
+                  x: torch.Tensor | IndexedRows) -> torch.Tensor:
     """Logits (R, B, K) of inputs x (R, B, d) under weight (R, K, d) and bias (R, K).
 
     A row-wise dot product (not a matrix product), so each logit's arithmetic is independent of
@@ -52,10 +54,12 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> 
     that this temporary stays small enough to be reused by the allocator instead of being
     faulted in afresh every step (which cost more than the arithmetic for 100 batched runs).
     Contiguous CPU rows without an autograd graph take the compiled loop of
-    :mod:`dpminimax.kernels.rowdot` instead (same contract, several times faster).
+    :mod:`dpminimax.kernels.rowwise` instead (same contract, several times faster).
     """
     if row_logits_supported(weight, bias, x):
         return row_logits(weight, bias, x)
+    if isinstance(x, IndexedRows):
+        x = x.gathered()
     runs_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, x[0].numel() * weight.shape[1]))
     chunks = [
         torch.linalg.vecdot(x[r:r + runs_per_chunk].unsqueeze(-2),
@@ -85,8 +89,8 @@ def linear_residuals(
     if logits.shape[-1] == 1:
         # sigmoid(z) = softmax([0, z])[1]; see the module docstring for why not torch.sigmoid.
         pair = torch.cat([torch.zeros_like(logits), logits], dim=-1)
-        return torch.softmax(pair, dim=-1)[..., 1:] - y.to(logits.dtype).unsqueeze(-1)
-    probs = torch.softmax(logits, dim=-1)
+        return row_softmax(pair)[..., 1:] - y.to(logits.dtype).unsqueeze(-1)
+    probs = row_softmax(logits)
     return probs - F.one_hot(y.long(), logits.shape[-1]).to(logits.dtype)
 
 
@@ -127,7 +131,8 @@ def linear_clipped_grad_sum(
 
 
 def clipped_outer_sum(
-    residual: torch.Tensor, x: torch.Tensor, mask: torch.Tensor, max_norm: torch.Tensor
+    residual: torch.Tensor, x: torch.Tensor | IndexedRows, mask: torch.Tensor,
+    max_norm: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``sum_i clip(r_i ⊗ [x_i, 1], C)`` for any per-example logit gradient ``residual`` (R, B, K).
 
@@ -151,23 +156,29 @@ def linear_grad_sum(
     return _outer_sum(residual * mask.to(residual.dtype).unsqueeze(-1), x)
 
 
-def _outer_sum(scaled: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _outer_sum(scaled: torch.Tensor,
+               x: torch.Tensor | IndexedRows) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sum_i s_i ⊗ x_i (R, K, d), sum_i s_i (R, K))`` for weights s (R, B, K)."""
     return _weighted_row_sum(scaled, x), example_sum(scaled)
 
 
-def _weighted_row_sum(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def _weighted_row_sum(weights: torch.Tensor, x: torch.Tensor | IndexedRows) -> torch.Tensor:
     """``sum_i weights[r, i, k] * x[r, i]`` (R, K, d) without forming the (R, B, K, d) product.
 
     ``embedding_bag`` in sum mode with per-sample weights: bag (r, k) accumulates the rows of
     run r in order, one multiply-add per row, so zero-weight padding rows appended at the end
     leave the bag's sum unchanged and every bag is computed alike wherever it sits.
+    :class:`IndexedRows` are read from their source through their indices (no copy).
     """
     runs, batch, classes = weights.shape
-    rows = torch.arange(runs * batch, device=x.device).view(runs, 1, batch)
+    if isinstance(x, IndexedRows):
+        rows, table = x.index.view(runs, 1, batch), x.source
+    else:
+        rows = torch.arange(runs * batch, device=x.device).view(runs, 1, batch)
+        table = x.reshape(runs * batch, x.shape[-1])
     sums = F.embedding_bag(
         rows.expand(runs, classes, batch).reshape(-1),
-        x.reshape(runs * batch, x.shape[-1]),
+        table,
         torch.arange(runs * classes, device=x.device) * batch,
         mode="sum",
         per_sample_weights=weights.transpose(1, 2).reshape(-1),
@@ -175,16 +186,16 @@ def _weighted_row_sum(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return sums.view(runs, classes, x.shape[-1])
 
 
-def _norms(residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def _norms(residual: torch.Tensor, x: torch.Tensor | IndexedRows) -> torch.Tensor:
     """``||r_i|| * ||[x_i, 1]||`` (R, B): the Frobenius norm of the outer product r_i ⊗ [x_i, 1]."""
-    x_norm = torch.linalg.vector_norm(x, dim=-1)
+    x_norm = x.norms() if isinstance(x, IndexedRows) else torch.linalg.vector_norm(x, dim=-1)
     return torch.linalg.vector_norm(residual, dim=-1) * torch.sqrt(x_norm * x_norm + 1.0)
 
 
 def private_linear_step(
     state: dict[str, torch.Tensor],
     residual: torch.Tensor,
-    x: torch.Tensor,
+    x: torch.Tensor | IndexedRows,
     mask: torch.Tensor,
     *,
     clip: torch.Tensor,

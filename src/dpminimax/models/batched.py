@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.linear import (
     linear_clipped_grad_sum,
     linear_logits,
@@ -81,14 +82,16 @@ class BatchedLogisticRegression:
         )
         return {"weight": grad_w, "bias": grad_b}
 
-    def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
+    def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
+                     mask: torch.Tensor,
                      residual_fn: Callable[[torch.Tensor], torch.Tensor], *,
                      clip: torch.Tensor, noise_std: torch.Tensor,
                      generators: Sequence[torch.Generator], step_size: torch.Tensor,
                      dropout_streams: Sequence[torch.Generator] | None = None) -> torch.Tensor:
         """One clipped, noised step from the per-example logit gradients ``residual_fn(logits)``
         (R, B, K) of the batch ``x`` (R, B, d), in place; returns the logits (same contract as
-        :meth:`dpminimax.models.network.BatchedNetwork.private_step`; no dropout here)."""
+        :meth:`dpminimax.models.network.BatchedNetwork.private_step`; no dropout here). ``x``
+        may be :class:`~dpminimax.kernels.gather.IndexedRows`, read without a copy."""
         logits = linear_logits(state["weight"], state["bias"], x)
         private_linear_step(state, residual_fn(logits), x, mask, clip=clip, noise_std=noise_std,
                             generators=generators, step_size=step_size)

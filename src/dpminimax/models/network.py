@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
+from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.layerwise import LayerTape
 from dpminimax.kernels.noise import add_noise
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -140,9 +141,10 @@ class BatchedNetwork:
         """Predicted labels (R, n)."""
         return self.logits(state, x).argmax(dim=-1)
 
-    def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
-                     residual_fn: Residual, *, clip: torch.Tensor, noise_std: torch.Tensor,
-                     generators: Sequence[torch.Generator], step_size: torch.Tensor,
+    def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
+                     mask: torch.Tensor, residual_fn: Residual, *, clip: torch.Tensor,
+                     noise_std: torch.Tensor, generators: Sequence[torch.Generator],
+                     step_size: torch.Tensor,
                      dropout_streams: Sequence[torch.Generator]) -> torch.Tensor:
         """One clipped, noised step of every run from its objective's residual, in place.
 
@@ -153,6 +155,8 @@ class BatchedNetwork:
         ``clip[r]``, summed over the unmasked examples, noised with N(0, noise_std_r^2 I) from
         ``generators[r]`` and applied with ``step_size[r]``. Returns the logits.
         """
+        if isinstance(x, IndexedRows):
+            x = x.gathered()
         module = self.module.to(x.device).train()
         tapes = []
         for r in range(x.shape[0]):
