@@ -51,7 +51,7 @@ class NoisySgd:
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         grads = self.model.clipped_grad_sum(
-            self.state, self.rows.gather(index), self.y[index], mask, self.clip
+            self.state, self.rows.take(index), self.y[index], mask, self.clip
         )
         grads = add_noise(grads, self.noise_std, self.noise)
         for key, grad in grads.items():

@@ -178,6 +178,8 @@ class BatchedNetwork:
     def clipped_grad_sum(self, state, x, y, mask, max_norm) -> dict[str, torch.Tensor]:
         """Sum over the unmasked examples of per-example cross-entropy gradients clipped to
         ``max_norm`` (R,) (evaluation-mode forward: no dropout)."""
+        if isinstance(x, IndexedRows):
+            x = x.gathered()
         module = self.module.to(x.device).eval()
         summed = []
         for r in range(x.shape[0]):
