@@ -107,3 +107,17 @@ def test_row_softmax_keeps_autograd():
     assert not compiled_supported(z)
     row_softmax(z)[..., 0].sum().backward()
     assert z.grad is not None and torch.isfinite(z.grad).all()
+
+
+def test_shared_rows_give_every_run_the_bits_of_its_own_copy():
+    """Evaluation reads rows (n, d) shared by all runs in place; each run gets exactly what the
+    same rows copied into its own (R, n, d) slice give."""
+    weight, bias, x = _inputs(3, 57, 102, 2, 4)
+    shared = x[0]
+    copies = shared.unsqueeze(0).expand(3, -1, -1).contiguous()
+    assert row_logits_supported(weight, bias, shared)
+    assert torch.equal(row_logits(weight, bias, shared), row_logits(weight, bias, copies))
+    assert torch.equal(linear_logits(weight, bias, shared), row_logits(weight, bias, copies))
+    weight.requires_grad_(True)   # the torch path broadcasts the shared rows instead
+    torch.testing.assert_close(linear_logits(weight, bias, shared).detach(),
+                               row_logits(weight.detach(), bias, copies))

@@ -46,7 +46,8 @@ _CHUNK_ELEMENTS = 1 << 20
 
 def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
                   x: torch.Tensor | IndexedRows) -> torch.Tensor:
-    """Logits (R, B, K) of inputs x (R, B, d) under weight (R, K, d) and bias (R, K).
+    """Logits (R, B, K) of inputs x (R, B, d), or (n, d) shared by every run, under weight
+    (R, K, d) and bias (R, K).
 
     A row-wise dot product (not a matrix product), so each logit's arithmetic is independent of
     the batch it sits in (see the module docstring). ``vecdot`` forms the elementwise product
@@ -60,6 +61,8 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
         return row_logits(weight, bias, x)
     if isinstance(x, IndexedRows):
         x = x.gathered()
+    elif x.dim() == 2:
+        x = x.unsqueeze(0).expand(weight.shape[0], -1, -1)
     runs_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, x[0].numel() * weight.shape[1]))
     chunks = [
         torch.linalg.vecdot(x[r:r + runs_per_chunk].unsqueeze(-2),
@@ -72,7 +75,8 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
 def linear_losses(
     weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor
 ) -> torch.Tensor:
-    """Per-example losses (R, B): binary cross-entropy (K = 1) or softmax cross-entropy (K >= 2)."""
+    """Per-example losses (R, B): binary cross-entropy (K = 1) or softmax cross-entropy (K >= 2);
+    x as in :func:`linear_logits`, y (R, B)."""
     logits = linear_logits(weight, bias, x)
     if logits.shape[-1] == 1:
         return F.binary_cross_entropy_with_logits(

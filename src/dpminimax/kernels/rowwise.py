@@ -42,9 +42,9 @@ def _row_logits(source: np.ndarray, index: np.ndarray, weight: np.ndarray, bias:
                 out: np.ndarray, batch: int) -> None:  # pragma: no cover - compiled
     features = source.shape[1]
     classes = weight.shape[1]
-    for row in numba.prange(index.shape[0]):
+    for row in numba.prange(out.shape[0]):
         run = row // batch
-        x = source[index[row]]
+        x = source[index[row % index.shape[0]]]
         for k in range(classes):
             total = x[0] * weight[run, k, 0]
             for j in range(1, features):
@@ -81,10 +81,11 @@ def compiled_supported(*tensors: torch.Tensor) -> bool:
 def row_logits_supported(weight: torch.Tensor, bias: torch.Tensor,
                          x: torch.Tensor | IndexedRows) -> bool:
     """Whether :func:`row_logits` can take weight (R, K, d), bias (R, K) and rows x: a tensor
-    (R, B, d) or :class:`~dpminimax.kernels.gather.IndexedRows`."""
+    (R, B, d), rows (n, d) shared by every run, or
+    :class:`~dpminimax.kernels.gather.IndexedRows`."""
     if isinstance(x, IndexedRows):
         return x.source.dim() == 2 and compiled_supported(x.source, weight, bias)
-    return x.dim() == 3 and compiled_supported(x, weight, bias)
+    return x.dim() in (2, 3) and compiled_supported(x, weight, bias)
 
 
 def row_logits(weight: torch.Tensor, bias: torch.Tensor,
@@ -92,11 +93,17 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
     """Logits (R, B, K) of rows x (R, B, d) under weight (R, K, d) and bias (R, K), on as many
     threads as torch uses. Rows given as :class:`~dpminimax.kernels.gather.IndexedRows` are
     read in place; a tensor is read through the same loop (as rows 0..R*B-1 of itself), so
-    both forms give the same bits. Check :func:`row_logits_supported` first."""
-    runs, batch, features = x.shape
+    both forms give the same bits; rows x (n, d) shared by all R runs (evaluation) are read
+    once for every run without being copied R times. Check :func:`row_logits_supported`
+    first."""
     if isinstance(x, IndexedRows):
+        runs, batch, _ = x.shape
         source, index = x.source, x.index.reshape(-1)
+    elif x.dim() == 2:
+        runs, batch = weight.shape[0], x.shape[0]
+        source, index = x.detach(), torch.arange(batch)
     else:
+        runs, batch, features = x.shape
         source = x.detach().reshape(runs * batch, features)
         index = torch.arange(runs * batch)
     out = torch.empty(runs, batch, weight.shape[1], dtype=source.dtype)

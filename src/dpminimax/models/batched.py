@@ -47,13 +47,12 @@ class BatchedLogisticRegression:
 
     def logits(self, state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         """Logits (R, n, K) for inputs ``x`` of shape (n, d) shared by all runs or (R, n, d)."""
-        return linear_logits(state["weight"], state["bias"], self._per_run(state, x))
+        return linear_logits(state["weight"], state["bias"], x)
 
     def losses(self, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor):
         """Per-example losses (R, n)."""
-        xr = self._per_run(state, x)
-        yr = y if y.dim() == 2 else y.unsqueeze(0).expand(xr.shape[0], -1)
-        return linear_losses(state["weight"], state["bias"], xr, yr)
+        yr = y if y.dim() == 2 else y.unsqueeze(0).expand(state["weight"].shape[0], -1)
+        return linear_losses(state["weight"], state["bias"], x, yr)
 
     def predict(self, state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         """Predicted labels (R, n)."""
@@ -96,9 +95,3 @@ class BatchedLogisticRegression:
         private_linear_step(state, residual_fn(logits), x, mask, clip=clip, noise_std=noise_std,
                             generators=generators, step_size=step_size)
         return logits
-
-    @staticmethod
-    def _per_run(state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        if x.dim() == 2:
-            return x.unsqueeze(0).expand(state["weight"].shape[0], -1, -1)
-        return x
