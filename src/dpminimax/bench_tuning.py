@@ -133,10 +133,7 @@ def _run_steps(method, data, run) -> int:
     """The step count T the fit calibrates for ``run`` (RaCO-DP: largest T <= max_steps within
     the target epsilon)."""
     params = method.resolve(run.params)
-    q = min(1.0, params["batch_size"] / len(data.y_train))
-    mechanism = (params["noise_multiplier"], params["histogram_scale"],
-                 params["histogram_noise"])
-    return method.steps(q, mechanism, run, params)
+    return method.steps(*method.privacy_plan(params, len(data.y_train)), run, params)
 
 
 def _estimate_fit(method, data, runs, x_val, y_val, tuning, steps: int) -> float:

@@ -431,8 +431,7 @@ class FermiProgram:
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
         self.groups = counts.shape[1]
         if privacy == "sensitive_attribute":   # ||[x, 1]||: the linear model's gradient scale
-            x = torch.as_tensor(data.x_train, device=device)
-            self.x_norm = torch.sqrt(torch.linalg.vector_norm(x, dim=1) ** 2 + 1.0)
+            self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
 
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)

@@ -137,9 +137,7 @@ class RacoDp(Method):
         plans: dict[tuple, tuple[int, dict[str, Any]]] = {}  # runs of one privacy plan share T
         accounting = []
         for run, params in zip(runs, resolved, strict=True):
-            q = min(1.0, params["batch_size"] / n)
-            mechanism = (params["noise_multiplier"], params["histogram_scale"],
-                         params["histogram_noise"])
+            q, mechanism = self.privacy_plan(params, n)
             key = (q, mechanism, run.epsilon, run.delta)
             if key not in plans:
                 steps = self.steps(q, mechanism, run, shared)
@@ -185,6 +183,14 @@ class RacoDp(Method):
         record["epsilon_paper_accounting"] = epsilon(
             paper_accounting_event(q, *mechanism, steps), run.delta, "pld")
         return record
+
+    @staticmethod
+    def privacy_plan(params: dict[str, Any], n: int) -> tuple[float, tuple]:
+        """``(q, mechanism)`` of a run with resolved ``params`` on n training rows: its Poisson
+        sampling rate and (noise_multiplier, histogram_scale, histogram_noise)."""
+        return (min(1.0, params["batch_size"] / n),
+                (params["noise_multiplier"], params["histogram_scale"],
+                 params["histogram_noise"]))
 
     def steps(self, q: float, mechanism: tuple, run: RunSpec, shared: dict[str, Any]) -> int:
         """Largest T <= max_steps with epsilon(T) <= target (spec §12 item 6)."""

@@ -79,3 +79,8 @@ class IndexedRows:
     def norms(self) -> torch.Tensor:
         """l2 norm (R, B) of every row."""
         return self.gatherer.norms()[self.index]
+
+
+def as_tensor(rows: torch.Tensor | IndexedRows) -> torch.Tensor:
+    """``rows`` as one tensor, for code that cannot read :class:`IndexedRows` in place."""
+    return rows.gathered() if isinstance(rows, IndexedRows) else rows

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from dpminimax.kernels.clip import clip_factors, example_sum
-from dpminimax.kernels.gather import IndexedRows
+from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_logits, row_logits_supported, row_softmax
 
@@ -59,9 +59,8 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
     """
     if row_logits_supported(weight, bias, x):
         return row_logits(weight, bias, x)
-    if isinstance(x, IndexedRows):
-        x = x.gathered()
-    elif x.dim() == 2:
+    x = as_tensor(x)
+    if x.dim() == 2:
         x = x.unsqueeze(0).expand(weight.shape[0], -1, -1)
     runs_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, x[0].numel() * weight.shape[1]))
     chunks = [

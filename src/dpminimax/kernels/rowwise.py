@@ -98,7 +98,7 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
     first."""
     if isinstance(x, IndexedRows):
         runs, batch, _ = x.shape
-        source, index = x.source, x.index.reshape(-1)
+        source, index = x.source.detach(), x.index.reshape(-1)
     elif x.dim() == 2:
         runs, batch = weight.shape[0], x.shape[0]
         source, index = x.detach(), torch.arange(batch)
@@ -108,7 +108,7 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
         index = torch.arange(runs * batch)
     out = torch.empty(runs, batch, weight.shape[1], dtype=source.dtype)
     _use_torch_threads()
-    _row_logits(source.detach().numpy(), index.numpy(), weight.detach().numpy(),
+    _row_logits(source.numpy(), index.numpy(), weight.detach().numpy(),
                 bias.detach().numpy(), out.view(runs * batch, weight.shape[1]).numpy(),
                 max(1, batch))
     return out

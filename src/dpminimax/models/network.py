@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from dpminimax.kernels.gather import IndexedRows
+from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.layerwise import LayerTape
 from dpminimax.kernels.noise import add_noise
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -155,8 +155,7 @@ class BatchedNetwork:
         ``clip[r]``, summed over the unmasked examples, noised with N(0, noise_std_r^2 I) from
         ``generators[r]`` and applied with ``step_size[r]``. Returns the logits.
         """
-        if isinstance(x, IndexedRows):
-            x = x.gathered()
+        x = as_tensor(x)
         module = self.module.to(x.device).train()
         tapes = []
         for r in range(x.shape[0]):
@@ -178,8 +177,7 @@ class BatchedNetwork:
     def clipped_grad_sum(self, state, x, y, mask, max_norm) -> dict[str, torch.Tensor]:
         """Sum over the unmasked examples of per-example cross-entropy gradients clipped to
         ``max_norm`` (R,) (evaluation-mode forward: no dropout)."""
-        if isinstance(x, IndexedRows):
-            x = x.gathered()
+        x = as_tensor(x)
         module = self.module.to(x.device).eval()
         summed = []
         for r in range(x.shape[0]):
