@@ -77,15 +77,23 @@ from dpminimax.algorithms.base import (
     require_binary_labels,
     shared_values,
 )
+from dpminimax.algorithms.dpfermi_compiled import (
+    CLIP_EXAMPLE,
+    CLIP_NONE,
+    CLIP_SENSITIVE,
+    fermi_sums,
+    fermi_sums_supported,
+)
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
 from dpminimax.kernels.gather import IndexedRows
-from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
+from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
+from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import (
     accounting_record,
@@ -425,13 +433,14 @@ class FermiProgram:
         self.model = batched_model(data, params[0]["model"],
                                    1 if self.classes == 2 else self.classes)
         self.state = self.model.init_state(runs, device, seeds)
+        # logistic regression in the paper's form: eligible for the compiled step
+        self.linear = isinstance(self.model, BatchedLogisticRegression) and not faithful
         self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.s = torch.as_tensor(data.s_train, device=device)
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
         self.groups = counts.shape[1]
-        if privacy == "sensitive_attribute":   # ||[x, 1]||: the linear model's gradient scale
-            self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
+        self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)   # ||[x, 1]|| (linear models)
 
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)
@@ -476,8 +485,11 @@ class FermiProgram:
         """Alg. 1 lines 4-6 on the batch ``index`` (R, B) / ``mask``: the theta residuals from
         this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
         (theta_t, W_t); ``divisor`` turns sums into averages."""
-        x, y, s, cells = (self.rows.take(index), self.y[index], self.s[index],
-                          self.cells[index])
+        x = self.rows.take(index)
+        if self.linear and fermi_sums_supported(x, self.state, self.w, self.p_s):
+            self._compiled_step(x, mask, divisor)
+            return
+        y, s, cells = self.y[index], self.s[index], self.cells[index]
         attributes = F.one_hot(s, self.groups)[..., :self.columns].to(torch.float32)
         members = [cells == cell for cell in range(self.w.shape[1])]
         weights = self.lam.view(-1, 1) * self._cell_weights(cells, mask, divisor)  # (R, B)
@@ -493,10 +505,25 @@ class FermiProgram:
             norms, = self._per_cell(
                 members, lambda w, p_s: (psi_grad_w_norms(probs, attributes, w, p_s),))
             w_weights = w_weights * clip_factors(w_weights.abs() * norms, self.clip_w)
-        grad_w = torch.stack([
+        self._w_step(torch.stack([
             psi_grad_w(probs, attributes, self.w[:, cell], self.p_s[:, cell, :self.columns],
                        w_weights * member.to(w_weights.dtype))
-            for cell, member in enumerate(members)], dim=1)         # (R, C, k, l)
+            for cell, member in enumerate(members)], dim=1), divisor)  # (R, C, k, l)
+
+    def _compiled_step(self, x: IndexedRows, mask: torch.Tensor, divisor: float) -> None:
+        """:meth:`step` for logistic regression on the CPU: both gradient sums in one compiled
+        pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and updates."""
+        mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
+            self.privacy, CLIP_NONE)
+        sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state, self.w,
+                          self.p_s, self.lam, self.clip, self.clip_w, mode)
+        noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
+                             noise_std=self.theta_std * divisor, generators=self.noise,
+                             step_size=self.lr / divisor)
+        self._w_step(sums.w, divisor)
+
+    def _w_step(self, grad_w: torch.Tensor, divisor: float) -> None:
+        """Alg. 1 line 6: noise on the W-gradient sum (R, C, k, l), ascent, projection."""
         noisy = add_noise(grad_w, self.w_std * divisor, self.noise_w)
         self.w = self._project(self.w + (self.lr_w / divisor).view(-1, 1, 1, 1) * noisy)
 

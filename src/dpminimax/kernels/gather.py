@@ -27,6 +27,7 @@ class RowGatherer:
         self.source = source
         self._buffer = source.new_empty((0, *source.shape[1:]))
         self._norms: torch.Tensor | None = None
+        self._nonzeros: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def gather(self, index: torch.Tensor) -> torch.Tensor:
         count = index.numel()
@@ -47,6 +48,23 @@ class RowGatherer:
         if self._norms is None:
             self._norms = torch.linalg.vector_norm(self.source, dim=-1)
         return self._norms
+
+    def nonzeros(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The source (n, d) as padded sparse rows, computed once: ``(columns (n, w) int64,
+        values (n, w))`` with w the largest number of non-zeros in a row; row i's non-zeros in
+        column order, then padding (column 0, value 0). One-hot encoded tables are mostly
+        zeros (Adult: at most 13 of 102 per row, Credit-Card 22 of 85), so a compiled loop
+        over these reads a fraction of each row."""
+        if self._nonzeros is None:
+            present = self.source != 0
+            width = max(1, int(present.sum(dim=1).max())) if len(self.source) else 1
+            # stable sort puts each row's non-zero columns first, in column order
+            order = torch.sort((~present).to(torch.int8), dim=1, stable=True).indices
+            columns = order[:, :width].contiguous()
+            values = torch.gather(self.source, 1, columns)
+            columns = torch.where(values != 0, columns, torch.zeros_like(columns))
+            self._nonzeros = (columns, values.contiguous())
+        return self._nonzeros
 
 
 @dataclass(frozen=True)

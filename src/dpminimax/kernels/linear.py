@@ -216,6 +216,16 @@ def private_linear_step(
     ``step_size`` (R,) (for example lr_r / expected batch size).
     """
     grad_w, grad_b = clipped_outer_sum(residual, x, mask, clip)
-    grads = add_noise({"weight": grad_w, "bias": grad_b}, noise_std, generators)
+    noisy_linear_descent(state, {"weight": grad_w, "bias": grad_b}, noise_std=noise_std,
+                         generators=generators, step_size=step_size)
+
+
+def noisy_linear_descent(state: dict[str, torch.Tensor], sums: dict[str, torch.Tensor], *,
+                         noise_std: torch.Tensor, generators: Sequence[torch.Generator],
+                         step_size: torch.Tensor) -> None:
+    """The tail of :func:`private_linear_step` for gradient sums computed elsewhere: noise
+    N(0, noise_std_r^2 I) from ``generators[r]`` on ``sums`` (``weight`` (R, K, d), ``bias``
+    (R, K)), then ``state -= step_size_r * noisy``, in place."""
+    grads = add_noise(sums, noise_std, generators)
     state["weight"] -= step_size.view(-1, 1, 1) * grads["weight"]
     state["bias"] -= step_size.view(-1, 1) * grads["bias"]

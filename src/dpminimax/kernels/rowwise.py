@@ -107,7 +107,7 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
         source = x.detach().reshape(runs * batch, features)
         index = torch.arange(runs * batch)
     out = torch.empty(runs, batch, weight.shape[1], dtype=source.dtype)
-    _use_torch_threads()
+    use_torch_threads()
     _row_logits(source.numpy(), index.numpy(), weight.detach().numpy(),
                 bias.detach().numpy(), out.view(runs * batch, weight.shape[1]).numpy(),
                 max(1, batch))
@@ -119,11 +119,12 @@ def row_softmax(z: torch.Tensor) -> torch.Tensor:
     if not compiled_supported(z):
         return torch.softmax(z, dim=-1)
     out = torch.empty_like(z)
-    _use_torch_threads()
+    use_torch_threads()
     _row_softmax(z.detach().reshape(-1, z.shape[-1]).numpy(),
                  out.view(-1, z.shape[-1]).numpy())
     return out
 
 
-def _use_torch_threads() -> None:
+def use_torch_threads() -> None:
+    """Run the compiled loops on as many threads as torch uses."""
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
