@@ -1,34 +1,39 @@
 """How long the DP-FERMI paper's tabular grid (spec 001 §10 rows 1-7, without Jagielski et al.)
-takes on this machine, from timed steps of one paper-scale batched program.
+takes on this machine, from timed steps of every method's own paper-scale program.
 
 The grid's work is counted exactly from ``papers/dpfermi/experiments.yaml`` at the ``paper``
 scale: per job, R runs (seeds x swept values) x T steps (ceil(epochs / q), q = batch / n_train) x
-the expected batch, i.e. the number of per-example gradients it evaluates. One DP-FERMI program
-(example-level mode, Adult, R = 90 runs = 15 seeds x 6 lambdas, batch 1024: a paper-scale job) is
-timed for ``steps`` steps; its throughput in per-example gradients per second turns the work into
-an estimated wall time. Every method is charged DP-FERMI's throughput (DP-FERMI's two privacy
-modes are 2/3 of the work; the Tran et al. steps cost about the same per example).
+the expected batch, i.e. the number of per-example gradients it evaluates. Each method is timed
+on its own Adult job of Fig. 2 (the first epsilon; R as in every job of that method), through
+its real ``fit`` (batches, step, noise; the setup and accountant calibration excluded): the
+median time between consecutive steps gives its throughput in per-example gradients per second,
+and each method's work is charged at its own throughput. The other data sets' jobs are charged
+at Adult's per-example rate (Credit-Card has fewer features, so this errs on the slow side).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import expand_runs
-from dpminimax.algorithms.dpfermi import DpFermi
 from dpminimax.data import DatasetNotFoundError, load_dataset
-from dpminimax.experiments import expand_jobs, load_experiments
+from dpminimax.experiments import Job, expand_jobs, load_experiments, parse_epsilon
 from dpminimax.kernels.allocator import retain_freed_memory
 
 #: Spec 001 §10 rows 1-7: the tabular figures (Jagielski et al. has its own, 60-minute target).
 TABULAR_EXPERIMENTS = ("fig2_adult_dp", "fig7_credit_dp", "fig3_8_parkinsons_dp",
                        "fig6_retired_dp", "fig9_adult_eo", "fig4_credit_eo", "fig10_retired_eo")
 EXCLUDED_METHODS = ("jagielski2019",)
+#: Every method of the grid is timed on its job of this experiment (Adult, Fig. 2).
+TIMING_EXPERIMENT = "fig2_adult_dp"
 #: Training rows of the datasets not available on the development machines (the deltas of
 #: experiments.yaml are 1 / n_train^2 of these; spec 001 §4).
 PAPER_N_TRAIN = {"parkinsons": 4_406, "retired-adult": 34_387}
@@ -59,31 +64,50 @@ def _n_train(dataset: str) -> int:
         return PAPER_N_TRAIN[dataset]
 
 
-def time_fermi_program(runs: int = 90, batch: int = 1024, steps: int = 30,
-                       warmup: int = 3) -> dict[str, float]:
-    """Median seconds per step of one example-level DP-FERMI program on Adult."""
+class _Enough(Exception):
+    """Stops a timed ``fit`` once enough steps were seen."""
+
+
+def _timing_job(method: str, experiments_file: str | Path) -> Job:
+    """The method's Fig. 2 (Adult) job at the paper scale, first epsilon."""
+    return next(job for job in expand_jobs(load_experiments(experiments_file), "paper")
+                if job.experiment == TIMING_EXPERIMENT and job.method == method)
+
+
+def time_method(method: str, steps: int = 30, warmup: int = 3,
+                experiments_file: str | Path = "papers/dpfermi/experiments.yaml",
+                runs: int | None = None, batch: int | None = None) -> dict[str, float]:
+    """Median seconds per step of ``method``'s paper-scale Adult program (optionally with only
+    the first ``runs`` runs or another ``batch`` size, for quick checks)."""
     retain_freed_memory()
-    data = load_dataset("adult")
-    specs = expand_runs(list(range(runs // 6)), 1.0, 1e-5, {
-        "lam": [0.0, 1.0, 2.0, 5.0, 10.0, 20.0], "batch_size": batch, "epochs": 10**6})
-    program, batches, *_ = DpFermi().build(data, specs, torch.device("cpu"))
-    times = []
-    for step in range(warmup + steps):
-        start = time.perf_counter()
-        program.step(*next(batches))
-        if step >= warmup:
-            times.append(time.perf_counter() - start)
-    times.sort()
-    return {"seconds_per_step": times[len(times) // 2], "runs": len(specs), "batch": batch,
-            "example_gradients_per_second": len(specs) * batch / times[len(times) // 2]}
+    job = _timing_job(method, experiments_file)
+    params = dict(job.params) if batch is None else {**job.params, "batch_size": batch}
+    specs = expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, params)[:runs]
+    stamps: list[float] = []
+
+    def monitor(step, model, state) -> None:
+        stamps.append(time.perf_counter())
+        if len(stamps) > warmup + steps:
+            raise _Enough
+
+    with contextlib.suppress(_Enough):
+        get_method(method).fit(load_dataset(job.dataset), specs, torch.device("cpu"),
+                               monitor=monitor)
+    intervals = sorted(np.diff(stamps[warmup:]))
+    seconds = float(intervals[len(intervals) // 2])
+    expected_batch = min(params.get("batch_size", 1024), _n_train(job.dataset))
+    return {"seconds_per_step": seconds, "runs": len(specs), "batch": expected_batch,
+            "example_gradients_per_second": len(specs) * expected_batch / seconds}
 
 
 def run_fermi_grid_benchmark(steps: int = 30) -> dict:
-    """The grid's work, the measured throughput and the estimated minutes (target <= 10)."""
+    """The grid's work per method, every method's measured throughput and the estimated
+    minutes (target <= 10)."""
     work = grid_work()
-    timing = time_fermi_program(steps=steps)
-    total = sum(work.values())
-    minutes = total / timing["example_gradients_per_second"] / 60.0
-    return {"work_per_method": work, "example_gradients": total, **timing,
-            "estimated_minutes": minutes, "target_minutes": 10.0,
+    timing = {method: time_method(method, steps=steps) for method in work}
+    minutes = {method: work[method] / timing[method]["example_gradients_per_second"] / 60.0
+               for method in work}
+    return {"work_per_method": work, "example_gradients": sum(work.values()),
+            "timing_per_method": timing, "minutes_per_method": minutes,
+            "estimated_minutes": sum(minutes.values()), "target_minutes": 10.0,
             "threads": torch.get_num_threads()}

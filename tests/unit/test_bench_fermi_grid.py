@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dpminimax.bench_fermi_grid import grid_work, time_fermi_program
+from dpminimax.bench_fermi_grid import grid_work, time_method
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 
@@ -28,8 +28,9 @@ def test_grid_work_counts_runs_steps_and_batch(n_adult):
                          "tran2021a", "tran2021b"}
 
 
-def test_fermi_program_timing_reports_its_throughput(n_adult):
-    timing = time_fermi_program(runs=6, batch=64, steps=2, warmup=1)
-    assert timing["runs"] == 6 and timing["seconds_per_step"] > 0
+@pytest.mark.parametrize("method", ["dpfermi", "dpfermi_code", "tran2021a", "tran2021b"])
+def test_every_method_is_timed_through_its_own_fit(n_adult, method):
+    timing = time_method(method, steps=2, warmup=1, runs=3, batch=64)
+    assert timing["runs"] == 3 and timing["seconds_per_step"] > 0
     assert timing["example_gradients_per_second"] == pytest.approx(
-        6 * 64 / timing["seconds_per_step"])
+        3 * 64 / timing["seconds_per_step"])

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from dpminimax.kernels.sampling import (
+    _chunk_size,
     expected_batch_size,
     poisson_batches,
     poisson_sample,
@@ -124,3 +125,17 @@ def test_shuffled_batches_partition_each_epoch_and_keep_the_last_partial_batch()
     assert not torch.equal(second, epoch)   # a fresh permutation every epoch
     with pytest.raises(ValueError, match="batch_size"):
         shuffled_batches(10, 0, generators)
+
+
+def test_each_run_draws_one_round_of_geometric_gaps_from_its_own_stream():
+    """The shared (R, chunk) buffer gives every run exactly the draws of its own generator:
+    the batch equals the running sums of ``chunk`` Geometric(q) gaps drawn into a tensor of its
+    own (the documented construction), for 40 runs at once."""
+    n, q, runs = 5000, 0.03, 40
+    index, mask = poisson_batches(n, q, [make_generator(s, "poisson") for s in range(runs)])
+    for r in range(runs):
+        gaps = torch.empty(_chunk_size(n, q), dtype=torch.float64).geometric_(
+            q, generator=make_generator(r, "poisson")).long()
+        positions = gaps.cumsum(dim=0) - 1
+        assert positions[-1] >= n - 1                      # one round covered the data here
+        assert torch.equal(index[r][mask[r]], positions[positions < n])

@@ -71,13 +71,17 @@ def poisson_batches(
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"sampling rate q must be in [0, 1], got {rate}")
     out_device = torch.device(device) if device is not None else generators[0].device
-    positions: list[torch.Tensor | None] = [None] * runs
-    for rate in dict.fromkeys(rates):
-        members = [r for r in range(runs) if rates[r] == rate]
-        rows = _positions(n, rate, [generators[r] for r in members], out_device)
-        for r, row in zip(members, rows, strict=True):
-            positions[r] = row
-    padded = pad_sequence(positions, batch_first=True, padding_value=n)
+    groups = {rate: [r for r in range(runs) if rates[r] == rate] for rate in rates}
+    candidates = [_positions(n, rate, [generators[r] for r in members], out_device)
+                  for rate, members in groups.items()]
+    if len(candidates) == 1 and isinstance(candidates[0], torch.Tensor):
+        padded = candidates[0]          # the usual case: one rate, every run within one round
+    else:
+        positions: list[torch.Tensor | None] = [None] * runs
+        for members, rows in zip(groups.values(), candidates, strict=True):
+            for r, row in zip(members, rows, strict=True):
+                positions[r] = row
+        padded = pad_sequence(positions, batch_first=True, padding_value=n)
     if padded.shape[1] == 0:  # every batch empty
         padded = padded.new_full((runs, 1), n)
     mask = padded < n  # included positions are a prefix of each (increasing) row
@@ -88,18 +92,31 @@ def poisson_batches(
 
 
 def _positions(n: int, q: float, generators: Sequence[torch.Generator],
-               device: torch.device) -> list[torch.Tensor]:
-    """Candidate positions (entries >= n are not in the batch) for runs of one rate q."""
+               device: torch.device) -> torch.Tensor | list[torch.Tensor]:
+    """Candidate positions (entries >= n are not in the batch) for runs of one rate q: one
+    (R, chunk) tensor when every run's first round of gaps passed the last index, else one
+    row per run.
+
+    Every run's first round of gaps is drawn into one row of a shared (R, chunk) buffer (a row
+    is a contiguous tensor of the same length, so it receives the same draws as a tensor of its
+    own) and all rows are summed at once; running sums of integer-valued float64 gaps are exact
+    far beyond any data set size.
+    """
     runs = len(generators)
     if q == 0.0 or n == 0:
-        return [torch.zeros(0, dtype=torch.long, device=device) for _ in range(runs)]
+        return torch.zeros(runs, 0, dtype=torch.long, device=device)
     if q == 1.0:
-        return [torch.arange(n, device=device) for _ in range(runs)]
+        return torch.arange(n, device=device).expand(runs, n)
     chunk = _chunk_size(n, q)
-    gaps = torch.stack([_draw_gaps(g, chunk, q) for g in generators]).to(device)
-    stacked = gaps.cumsum(dim=1) - 1
+    gaps = torch.empty(runs, chunk, dtype=torch.float64, device=generators[0].device)
+    for row, generator in zip(gaps, generators, strict=True):
+        row.geometric_(q, generator=generator)
+    stacked = (gaps.cumsum(dim=1) - 1).long().to(device)
+    short = (stacked[:, -1] < n - 1).nonzero().flatten().tolist()
+    if not short:
+        return stacked
     rows = list(stacked)
-    for r in (stacked[:, -1] < n - 1).nonzero().flatten().tolist():
+    for r in short:
         # rare: extend only the runs whose draws have not passed the last index
         while int(rows[r][-1]) < n - 1:
             more = _draw_gaps(generators[r], chunk, q).to(device)
