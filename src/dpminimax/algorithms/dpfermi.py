@@ -421,7 +421,11 @@ def _calibrated_sigma(q: float, steps: int, count_noise: float, target: float, d
 
 class FermiProgram:
     """State (theta, W) and random streams of R DP-FERMI runs; :meth:`step` is Algorithm 1's
-    loop body (lines 4-6) for all of them, in the mode the plans describe."""
+    loop body (lines 4-6) for all of them, in the mode the plans describe.
+
+    Logistic regression on the CPU (every mode but code v1) computes both gradient sums in one
+    compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`); networks, code v1 and other
+    devices take the torch path below, which the tests hold the compiled one to."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[Plan], counts: np.ndarray,
