@@ -90,12 +90,12 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
         if len(stamps) > warmup + steps:
             raise _Enough
 
+    data = load_dataset(job.dataset)
     with contextlib.suppress(_Enough):
-        get_method(method).fit(load_dataset(job.dataset), specs, torch.device("cpu"),
-                               monitor=monitor)
+        get_method(method).fit(data, specs, torch.device("cpu"), monitor=monitor)
     intervals = sorted(np.diff(stamps[warmup:]))
     seconds = float(intervals[len(intervals) // 2])
-    expected_batch = min(params.get("batch_size", 1024), _n_train(job.dataset))
+    expected_batch = min(params.get("batch_size", 1024), len(data.y_train))
     return {"seconds_per_step": seconds, "runs": len(specs), "batch": expected_batch,
             "example_gradients_per_second": len(specs) * expected_batch / seconds}
 

@@ -444,7 +444,10 @@ class FermiProgram:
         self.s = torch.as_tensor(data.s_train, device=device)
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
         self.groups = counts.shape[1]
-        self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)   # ||[x, 1]|| (linear models)
+        if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
+            self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
+        self.clip_mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
+            privacy, CLIP_NONE)
 
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)
@@ -517,10 +520,8 @@ class FermiProgram:
     def _compiled_step(self, x: IndexedRows, mask: torch.Tensor, divisor: float) -> None:
         """:meth:`step` for logistic regression on the CPU: both gradient sums in one compiled
         pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and updates."""
-        mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
-            self.privacy, CLIP_NONE)
         sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state, self.w,
-                          self.p_s, self.lam, self.clip, self.clip_w, mode)
+                          self.p_s, self.lam, self.clip, self.clip_w, self.clip_mode)
         noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
                              noise_std=self.theta_std * divisor, generators=self.noise,
                              step_size=self.lr / divisor)

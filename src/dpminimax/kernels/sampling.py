@@ -37,11 +37,10 @@ def _chunk_size(n: int, q: float) -> int:
     return int(math.ceil(mean + 6.0 * math.sqrt(mean * (1.0 - q)))) + 16
 
 
-def _draw_gaps(generator: torch.Generator, chunk: int, q: float) -> torch.Tensor:
-    """``chunk`` i.i.d. Geometric(q) gaps in {1, 2, ...} (trials up to the next success)."""
-    return torch.empty(chunk, dtype=torch.float64, device=generator.device).geometric_(
-        q, generator=generator
-    ).long()
+def _draw_gaps(out: torch.Tensor, generator: torch.Generator, q: float) -> torch.Tensor:
+    """Fill the contiguous float64 tensor ``out`` with i.i.d. Geometric(q) gaps in {1, 2, ...}
+    (trials up to the next success), integer-valued; returns ``out``."""
+    return out.geometric_(q, generator=generator)
 
 
 def poisson_batches(
@@ -74,8 +73,8 @@ def poisson_batches(
     groups = {rate: [r for r in range(runs) if rates[r] == rate] for rate in rates}
     candidates = [_positions(n, rate, [generators[r] for r in members], out_device)
                   for rate, members in groups.items()]
-    if len(candidates) == 1 and isinstance(candidates[0], torch.Tensor):
-        padded = candidates[0]          # the usual case: one rate, every run within one round
+    if len(candidates) == 1:
+        padded = candidates[0]          # the usual case: one rate for every run
     else:
         positions: list[torch.Tensor | None] = [None] * runs
         for members, rows in zip(groups.values(), candidates, strict=True):
@@ -92,10 +91,9 @@ def poisson_batches(
 
 
 def _positions(n: int, q: float, generators: Sequence[torch.Generator],
-               device: torch.device) -> torch.Tensor | list[torch.Tensor]:
-    """Candidate positions (entries >= n are not in the batch) for runs of one rate q: one
-    (R, chunk) tensor when every run's first round of gaps passed the last index, else one
-    row per run.
+               device: torch.device) -> torch.Tensor:
+    """Candidate positions (R, L) for runs of one rate q, increasing along each row; entries
+    >= n are not in the batch (rows extended by further rounds are padded with n).
 
     Every run's first round of gaps is drawn into one row of a shared (R, chunk) buffer (a row
     is a contiguous tensor of the same length, so it receives the same draws as a tensor of its
@@ -110,7 +108,7 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
     chunk = _chunk_size(n, q)
     gaps = torch.empty(runs, chunk, dtype=torch.float64, device=generators[0].device)
     for row, generator in zip(gaps, generators, strict=True):
-        row.geometric_(q, generator=generator)
+        _draw_gaps(row, generator, q)
     stacked = (gaps.cumsum(dim=1) - 1).long().to(device)
     short = (stacked[:, -1] < n - 1).nonzero().flatten().tolist()
     if not short:
@@ -119,9 +117,9 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
     for r in short:
         # rare: extend only the runs whose draws have not passed the last index
         while int(rows[r][-1]) < n - 1:
-            more = _draw_gaps(generators[r], chunk, q).to(device)
+            more = _draw_gaps(torch.empty_like(gaps[r]), generators[r], q).long().to(device)
             rows[r] = torch.cat([rows[r], rows[r][-1] + more.cumsum(dim=0)])
-    return rows
+    return pad_sequence(rows, batch_first=True, padding_value=n)
 
 
 def poisson_sample(
