@@ -99,5 +99,6 @@ def test_nonzeros_are_the_rows_in_column_order_padded_with_zeros():
     columns, values = RowGatherer(x).nonzeros()
     assert columns.tolist() == [[1, 3], [0, 0], [0, 0]]
     assert values.tolist() == [[2.0, -3.0], [1.5, 0.0], [0.0, 0.0]]
-    dense = torch.zeros_like(x).scatter_add_(1, columns, values)
+    assert columns.dtype == torch.int16
+    dense = torch.zeros_like(x).scatter_add_(1, columns.long(), values)
     assert torch.equal(dense, x)

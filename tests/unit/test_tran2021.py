@@ -14,7 +14,7 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import tran2021a, tran2021b
 from dpminimax.algorithms.base import RunSpec, UnknownParameterError, expand_runs
-from dpminimax.algorithms.group_stats import GroupCells, cell_sums, gap_weights, rate_gaps
+from dpminimax.algorithms.group_stats import GroupCells, gap_weights, rate_gaps
 from dpminimax.algorithms.tran2021a import (
     Tran2021a,
     Tran2021aNonPrivate,
@@ -30,6 +30,7 @@ from dpminimax.algorithms.tran2021b import (
     violation_contributions,
 )
 from dpminimax.data import PreparedDataset
+from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits
 from dpminimax.kernels.sampling import poisson_batches
 from dpminimax.metrics import demographic_parity_violation
@@ -111,7 +112,7 @@ def test_gap_is_the_linear_form_of_the_weights_and_cell_sums_respect_the_mask():
     probs = torch.rand(2, 40, 1, generator=gen)
     mask = torch.ones(2, 40, dtype=torch.bool)
     mask[1, 30:] = False
-    sums = cell_sums(torch.cat([torch.ones_like(probs), probs], -1), cells, mask, 6)
+    sums = grouped_sums(torch.cat([torch.ones_like(probs), probs], -1), cells, mask, 6)
     for r in range(2):
         for c in range(6):
             members = (cells[r] == c) & mask[r]
@@ -182,8 +183,8 @@ def test_tran2021a_objective_with_exact_histogram_is_the_penalty():
                  + gamma * (means - p.mean()).abs().sum())
     (expected,) = torch.autograd.grad(objective, theta)
     probs = _sigmoid_pair(linear_logits(weight, bias, x))
-    exact = cell_sums(torch.cat([torch.ones_like(probs), probs], -1), s,
-                      torch.ones_like(s, dtype=torch.bool), 3)
+    exact = grouped_sums(torch.cat([torch.ones_like(probs), probs], -1), s,
+                         torch.ones_like(s, dtype=torch.bool), 3)
     residual = probs - y.unsqueeze(-1) + m * gamma * penalty_logit_grad(
         probs, s, exact, torch.zeros(3, dtype=torch.long))
     ours = torch.cat([(residual * x).sum(1)[0], residual.sum(1)[0]]) / m

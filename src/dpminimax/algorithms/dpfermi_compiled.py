@@ -49,6 +49,7 @@ import torch
 from dpminimax.kernels.clip import TINY
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
+from dpminimax.kernels.sparse_rows import accumulate_rows, included_rows, sparse_dot
 
 #: Privacy modes of the kernel: which of the three clippings apply.
 CLIP_NONE, CLIP_EXAMPLE, CLIP_SENSITIVE = 0, 1, 2
@@ -86,27 +87,19 @@ def _cell_tables(w, p_s, r):  # pragma: no cover - compiled
 def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bias, w, p_s,
                 lam, clip, clip_w, mode, grad_weight, grad_bias,
                 grad_w):  # pragma: no cover - compiled
-    runs, batch = index.shape
+    runs = index.shape[0]
     classes, features = weight.shape[1], weight.shape[2]
     n_cells, groups, probs_len = w.shape[1], w.shape[2], w.shape[3]
     offset = probs_len - classes                       # binary: F = [1 - p, p], one logit
-    width = columns.shape[1]
     for r in numba.prange(runs):
         inv_sqrt_p, independent, sensitive, distance = _cell_tables(w, p_s, r)
-        rows = np.empty(batch, dtype=np.int64)         # the included examples, in order
-        count = 0
-        for b in range(batch):
-            if mask[r, b]:
-                rows[count] = index[r, b]
-                count += 1
+        rows, count = included_rows(index, mask, r)
         logits = np.zeros((count, probs_len))
         for b in range(count):                         # independent rows: loads overlap
             i = rows[b]
             for m in range(classes):
-                z = 0.0
-                for p in range(width):
-                    z += float(values[i, p]) * float(weight[r, m, columns[i, p]])
-                logits[b, offset + m] = z + float(bias[r, m])
+                logits[b, offset + m] = (sparse_dot(columns, values, i, weight, r, m)
+                                         + float(bias[r, m]))
         scaled = np.empty((count, classes))            # clipped theta residuals
         acc_u = np.zeros((n_cells, groups, probs_len))   # sum_i a_i u_i F_i^T
         acc_f = np.zeros((n_cells, probs_len))           # sum_i a_i F_i
@@ -162,14 +155,7 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 acc_f[cell, j] += a * probs[j]
         for m in range(classes):
             acc = np.zeros(features)
-            total = 0.0
-            for b in range(count):
-                i = rows[b]
-                coefficient = scaled[b, m]
-                total += coefficient
-                for p in range(width):
-                    acc[columns[i, p]] += coefficient * float(values[i, p])
-            grad_bias[r, m] = total
+            grad_bias[r, m] = accumulate_rows(columns, values, rows, count, scaled, m, acc)
             for f in range(features):
                 grad_weight[r, m, f] = acc[f]
         for c in range(n_cells):

@@ -13,8 +13,6 @@ Given cell sizes N_c (released, hence public), a gap is linear in the prediction
 (:func:`gap_weights`) and ``N_par(c) = sum_{c': par(c') = par(c)} N_c'``. From per-cell sums of
 predictions the same gaps are ``S_c / N_c - S_par(c) / N_par(c)`` (:func:`rate_gaps`). Sizes
 below 1 (possible after adding noise) are floored at 1, which is post-processing.
-:func:`cell_sums` forms per-cell sums of per-example vectors by the padding-invariant
-:func:`~dpminimax.kernels.clip.example_sum`, so runs get the same bits alone or batched.
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-
-from dpminimax.kernels.clip import example_sum
 
 FAIRNESS = ("demographic_parity", "equalized_odds")
 
@@ -86,8 +82,9 @@ def rate_gaps(sums: torch.Tensor, counts: torch.Tensor, parents: torch.Tensor) -
     return sums / sizes - parent_sums / parent_sizes
 
 
-def cell_sums(values: torch.Tensor, cells: torch.Tensor, mask: torch.Tensor,
-              num_cells: int) -> torch.Tensor:
-    """``sum_{i unmasked, c_i = c} values_i`` (R, C, V) for values (R, B, V), cells (R, B)."""
-    member = F.one_hot(cells, num_cells).to(values.dtype) * mask.to(values.dtype).unsqueeze(-1)
-    return example_sum(member.unsqueeze(-1) * values.unsqueeze(-2))
+def cell_gap_weights(counts: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """``w(c')`` (R, C', C): :func:`gap_weights` of a member of each cell c'. An example's
+    weights depend only on its cell, so per-example weights are rows of this table."""
+    runs, num_cells = counts.shape
+    every_cell = torch.arange(num_cells, device=counts.device).expand(runs, -1)
+    return gap_weights(every_cell, counts, parents)

@@ -18,7 +18,8 @@ Each step t, on one Poisson batch B (rate q = batch_size / n, expected size m = 
    ``(1/m) sum_i l_i + gamma sum_a s_a (sum_{i in a} p_i / N_a - sum_i p_i / N)`` (equal to the
    penalty when H is exact), whose per-example logit gradient times m is
    ``r_i = (p_i - y_i) + m gamma p_i (1 - p_i) sum_a s_a w_ia``
-   (:func:`penalty_logit_grad`, w from :func:`~dpminimax.algorithms.group_stats.gap_weights`);
+   (:func:`penalty_logit_grad`, w from :func:`~dpminimax.algorithms.group_stats.gap_weights`,
+   the same for every member of a group);
 4. the DP-SGD step (Abadi et al. 2016, Alg. 1): ``r_i ⊗ [x_i, 1]`` clipped to C, summed,
    N(0, (sigma C)^2 I) added, step lr / m
    (:func:`~dpminimax.kernels.linear.private_linear_step`).
@@ -64,9 +65,10 @@ from dpminimax.algorithms.base import (
     require_binary_labels,
     shared_values,
 )
-from dpminimax.algorithms.group_stats import GroupCells, cell_sums, gap_weights, rate_gaps
+from dpminimax.algorithms.group_stats import GroupCells, cell_gap_weights, rate_gaps
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
@@ -107,8 +109,8 @@ def penalty_logit_grad(probs: torch.Tensor, groups: torch.Tensor, histogram: tor
     docstring)."""
     counts, sums = histogram[..., 0], histogram[..., 1]
     signs = torch.sign(rate_gaps(sums, counts, parents))                          # (R, k)
-    weights = (gap_weights(groups, counts, parents) * signs.unsqueeze(1)).sum(-1, keepdim=True)
-    return probs * (1.0 - probs) * weights
+    per_group = (cell_gap_weights(counts, parents) * signs.unsqueeze(1)).sum(-1)  # (R, k)
+    return probs * (1.0 - probs) * per_group.gather(1, groups).unsqueeze(-1)
 
 
 class Tran2021a(Method):
@@ -261,8 +263,8 @@ class Tran2021aProgram:
         logits = linear_logits(self.state["weight"], self.state["bias"], x)
         # sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)
         probs = row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]
-        exact = cell_sums(torch.cat([torch.ones_like(probs), probs], dim=-1), groups, mask,
-                          self.groups.num_cells)                                  # step 1
+        exact = grouped_sums(torch.cat([torch.ones_like(probs), probs], dim=-1), groups, mask,
+                             self.groups.num_cells)                               # step 1
         histogram = add_noise(exact, self.histogram_std, self.histogram_streams)
         residual = probs - y.to(probs.dtype).unsqueeze(-1) + (
             self.batch * self.gamma).view(-1, 1, 1) * penalty_logit_grad(

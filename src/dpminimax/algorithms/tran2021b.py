@@ -88,7 +88,7 @@ from dpminimax.algorithms.base import (
     is_non_private,
     shared_values,
 )
-from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, gap_weights
+from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
 from dpminimax.algorithms.tran2021a import require_binary
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
@@ -139,9 +139,7 @@ def violation_bound(counts: torch.Tensor, parents: torch.Tensor, n: int) -> torc
     """``n max_c' ||w(c')||`` (R,): the largest norm of ``v_i`` (:func:`violation_contributions`)
     over every cell c' an example can sit in and every ``p_i`` in [0, 1], from the released
     counts (R, C) only: the sensitivity of the dual release without clipping."""
-    runs, num_cells = counts.shape
-    every_cell = torch.arange(num_cells, device=counts.device).expand(runs, -1)
-    weights = gap_weights(every_cell, counts, parents)                         # (R, C', C)
+    weights = cell_gap_weights(counts, parents)                                # (R, C', C)
     return n * torch.linalg.vector_norm(weights, dim=-1).amax(dim=-1)
 
 

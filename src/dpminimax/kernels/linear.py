@@ -39,6 +39,11 @@ from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_logits, row_logits_supported, row_softmax
+from dpminimax.kernels.sparse_rows import (
+    sparse_clipped_outer_sum,
+    sparse_logits,
+    sparse_rows_supported,
+)
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
@@ -55,8 +60,12 @@ def linear_logits(weight: torch.Tensor, bias: torch.Tensor,
     that this temporary stays small enough to be reused by the allocator instead of being
     faulted in afresh every step (which cost more than the arithmetic for 100 batched runs).
     Contiguous CPU rows without an autograd graph take the compiled loop of
-    :mod:`dpminimax.kernels.rowwise` instead (same contract, several times faster).
+    :mod:`dpminimax.kernels.rowwise` instead (same contract, several times faster), and rows
+    left in place (:class:`IndexedRows`) the loop over their non-zeros of
+    :mod:`dpminimax.kernels.sparse_rows`.
     """
+    if sparse_rows_supported(x, weight, bias):
+        return sparse_logits(weight, bias, x)
     if row_logits_supported(weight, bias, x):
         return row_logits(weight, bias, x)
     x = as_tensor(x)
@@ -143,7 +152,11 @@ def clipped_outer_sum(
     its logit gradient r_i with [x_i, 1]; this is the fused clip-and-sum of
     :func:`linear_clipped_grad_sum` for losses other than plain cross-entropy (for example a
     Lagrangian with per-example constraint weights). Returns ``(grad_weight, grad_bias)``.
+    Rows left in place on the CPU take the compiled loop over their non-zeros
+    (:func:`~dpminimax.kernels.sparse_rows.sparse_clipped_outer_sum`, same sums in float64).
     """
+    if sparse_rows_supported(x, residual):
+        return sparse_clipped_outer_sum(residual, x, mask, max_norm)
     factors = clip_factors(_norms(residual, x), max_norm) * mask.to(residual.dtype)
     return _outer_sum(residual * factors.unsqueeze(-1), x)
 

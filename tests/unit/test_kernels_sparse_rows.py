@@ -1,0 +1,96 @@
+"""The compiled loops over sparse rows (kernels.sparse_rows) and per-group sums
+(kernels.grouped): against dense torch references, padding skipped, and bit for bit the same for
+a run alone as among others."""
+
+import pytest
+import torch
+
+from dpminimax.kernels.clip import clip_factors
+from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.grouped import grouped_sums
+from dpminimax.kernels.sparse_rows import (
+    sparse_clipped_outer_sum,
+    sparse_logits,
+    sparse_rows_supported,
+)
+
+
+def _sparse_setup(seed, n=60, d=9, runs=4, batch=15, classes=2):
+    """Rows with about two thirds zeros (some all-zero), indices, parameters, residuals, mask."""
+    g = torch.Generator().manual_seed(seed)
+    source = torch.randn(n, d, generator=g) * (torch.rand(n, d, generator=g) < 0.35)
+    source[0] = 0.0
+    index = torch.randint(0, n, (runs, batch), generator=g)
+    weight = torch.randn(runs, classes, d, generator=g)
+    bias = torch.randn(runs, classes, generator=g)
+    residual = torch.randn(runs, batch, classes, generator=g)
+    mask = torch.rand(runs, batch, generator=g) < 0.7
+    return RowGatherer(source), index, weight, bias, residual, mask
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_logits_are_the_dense_row_dot_products(seed):
+    gatherer, index, weight, bias, *_ = _sparse_setup(seed)
+    rows = gatherer.take(index)
+    assert sparse_rows_supported(rows, weight, bias)
+    x = gatherer.source[index].double()
+    expected = torch.einsum("rbd,rkd->rbk", x, weight.double()) + bias.double().unsqueeze(1)
+    torch.testing.assert_close(sparse_logits(weight, bias, rows), expected.float())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_clipped_outer_sum_is_the_sum_of_clipped_per_example_gradients(seed):
+    gatherer, index, _, _, residual, mask = _sparse_setup(seed)
+    clip = torch.tensor([0.3, 1.0, 5.0, float("inf")])
+    x = gatherer.source[index].double()
+    grads = torch.cat([residual.double().unsqueeze(-1) * x.unsqueeze(-2),
+                       residual.double().unsqueeze(-1)], dim=-1)              # (R, B, K, d+1)
+    norms = grads.flatten(start_dim=2).norm(dim=-1)
+    factors = clip_factors(norms, clip.double()) * mask
+    assert bool((factors[mask] < 1).any()) and bool((factors[mask] == 1).any())
+    expected = (factors.view(*factors.shape, 1, 1) * grads).sum(dim=1)
+    weight, bias = sparse_clipped_outer_sum(residual, gatherer.take(index), mask, clip)
+    torch.testing.assert_close(weight, expected[..., :-1].float())
+    torch.testing.assert_close(bias, expected[..., -1].float())
+
+
+def test_sparse_kernels_give_a_run_the_same_bits_alone_and_among_others():
+    gatherer, index, weight, bias, residual, mask = _sparse_setup(7, runs=5, batch=20)
+    clip = torch.tensor([0.5, 1.0, 2.0, 0.1, float("inf")])
+    logits = sparse_logits(weight, bias, gatherer.take(index))
+    sums = sparse_clipped_outer_sum(residual, gatherer.take(index), mask, clip)
+    for r in range(5):
+        own = int(mask[r].nonzero().max()) + 1          # the run's batch padded to its own length
+        alone = gatherer.take(index[r:r + 1, :own].contiguous())
+        assert torch.equal(sparse_logits(weight[r:r + 1], bias[r:r + 1], alone)[0],
+                           logits[r, :own])
+        single = sparse_clipped_outer_sum(residual[r:r + 1, :own].contiguous(), alone,
+                                          mask[r:r + 1, :own].contiguous(), clip[r:r + 1])
+        assert torch.equal(single[0][0], sums[0][r]) and torch.equal(single[1][0], sums[1][r])
+
+
+def test_sparse_kernels_skip_padding_whatever_its_rows_hold():
+    gatherer, index, _, _, residual, mask = _sparse_setup(2)
+    clip = torch.ones(4)
+    before = sparse_clipped_outer_sum(residual, gatherer.take(index), mask, clip)
+    scrambled = torch.where(mask, index, (index + 17) % 60)
+    noise = torch.where(mask.unsqueeze(-1), residual, residual * 100 + 3)
+    after = sparse_clipped_outer_sum(noise, gatherer.take(scrambled), mask, clip)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_grouped_sums_compiled_and_torch_forms_agree_and_skip_padding(seed):
+    g = torch.Generator().manual_seed(seed)
+    values = torch.randn(3, 25, 2, generator=g)
+    groups = torch.randint(0, 4, (3, 25), generator=g)
+    mask = torch.rand(3, 25, generator=g) < 0.6
+    compiled = grouped_sums(values, groups, mask, 4)
+    reference = grouped_sums(values.clone().requires_grad_(True), groups, mask, 4)  # torch form
+    torch.testing.assert_close(compiled, reference.detach())
+    for r in range(3):
+        for c in range(4):
+            members = (groups[r] == c) & mask[r]
+            torch.testing.assert_close(compiled[r, c], values[r, members].sum(dim=0))
+    alone = grouped_sums(values[1:2].contiguous(), groups[1:2], mask[1:2], 4)
+    assert torch.equal(alone[0], compiled[1])
