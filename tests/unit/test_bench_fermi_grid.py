@@ -32,5 +32,6 @@ def test_grid_work_counts_runs_steps_and_batch(n_adult):
 def test_every_method_is_timed_through_its_own_fit(n_adult, method):
     timing = time_method(method, steps=2, warmup=1, runs=3, batch=64)
     assert timing["runs"] == 3 and timing["seconds_per_step"] > 0
+    assert timing["steps_timed"] >= math.ceil(n_adult / 64)     # one epoch: per-epoch work too
     assert timing["example_gradients_per_second"] == pytest.approx(
         3 * 64 / timing["seconds_per_step"])

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 FAIRNESS = ("demographic_parity", "equalized_odds")
 
@@ -67,11 +66,10 @@ def _floored_sizes(counts: torch.Tensor, parents: torch.Tensor
 
 def gap_weights(cells: torch.Tensor, counts: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
     """``w_ic`` (R, B, C) for examples in ``cells`` (R, B), cell sizes ``counts`` (R, C) and
-    ``parents`` (C,): ``gap_c = sum_i w_ic p_i`` (see the module docstring)."""
-    sizes, parent_sizes = _floored_sizes(counts, parents)
-    member = F.one_hot(cells, counts.shape[-1]).to(counts.dtype)                   # (R, B, C)
-    same_parent = (parents[cells].unsqueeze(-1) == parents).to(counts.dtype)       # (R, B, C)
-    return member / sizes.unsqueeze(1) - same_parent / parent_sizes.unsqueeze(1)
+    ``parents`` (C,): ``gap_c = sum_i w_ic p_i`` (see the module docstring). An example's
+    weights depend only on its cell: they are gathered from :func:`cell_gap_weights`."""
+    table = cell_gap_weights(counts, parents)                                     # (R, C', C)
+    return torch.gather(table, 1, cells.unsqueeze(-1).expand(*cells.shape, table.shape[-1]))
 
 
 def rate_gaps(sums: torch.Tensor, counts: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
@@ -83,8 +81,10 @@ def rate_gaps(sums: torch.Tensor, counts: torch.Tensor, parents: torch.Tensor) -
 
 
 def cell_gap_weights(counts: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
-    """``w(c')`` (R, C', C): :func:`gap_weights` of a member of each cell c'. An example's
-    weights depend only on its cell, so per-example weights are rows of this table."""
-    runs, num_cells = counts.shape
-    every_cell = torch.arange(num_cells, device=counts.device).expand(runs, -1)
-    return gap_weights(every_cell, counts, parents)
+    """``w(c')`` (R, C', C): the gap weights of a member of each cell c',
+    ``1[c' = c] / N_c - 1[par(c') = par(c)] / N_par(c)``."""
+    sizes, parent_sizes = _floored_sizes(counts, parents)
+    num_cells = counts.shape[-1]
+    member = torch.eye(num_cells, dtype=counts.dtype, device=counts.device)       # (C', C)
+    same_parent = (parents.view(-1, 1) == parents.view(1, -1)).to(counts.dtype)   # (C', C)
+    return member / sizes.unsqueeze(1) - same_parent / parent_sizes.unsqueeze(1)
