@@ -49,7 +49,7 @@ import torch
 from dpminimax.kernels.clip import TINY
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
-from dpminimax.kernels.sparse_rows import accumulate_rows, included_rows, sparse_dot
+from dpminimax.kernels.sparse_rows import accumulate_rows, included_rows, sparse_dots
 
 #: Privacy modes of the kernel: which of the three clippings apply.
 CLIP_NONE, CLIP_EXAMPLE, CLIP_SENSITIVE = 0, 1, 2
@@ -95,11 +95,11 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
         inv_sqrt_p, independent, sensitive, distance = _cell_tables(w, p_s, r)
         rows, count = included_rows(index, mask, r)
         logits = np.zeros((count, probs_len))
-        for b in range(count):                         # independent rows: loads overlap
-            i = rows[b]
-            for m in range(classes):
-                logits[b, offset + m] = (sparse_dot(columns, values, i, weight, r, m)
-                                         + float(bias[r, m]))
+        dots = np.empty(count)
+        for m in range(classes):                       # independent rows: loads overlap
+            sparse_dots(columns, values, rows, count, weight, r, m, dots)
+            for b in range(count):
+                logits[b, offset + m] = dots[b] + float(bias[r, m])
         scaled = np.empty((count, classes))            # clipped theta residuals
         acc_u = np.zeros((n_cells, groups, probs_len))   # sum_i a_i u_i F_i^T
         acc_f = np.zeros((n_cells, probs_len))           # sum_i a_i F_i

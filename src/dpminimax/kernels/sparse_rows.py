@@ -44,6 +44,28 @@ def sparse_dot(columns, values, i, weight, r, m):  # pragma: no cover - compiled
     return z
 
 
+@numba.njit(cache=True)
+def sparse_dots(columns, values, rows, count, weight, r, m, out):  # pragma: no cover
+    """``out[b] = <x_{rows[b]}, weight[r, m]>`` for the first ``count`` rows: each exactly
+    :func:`sparse_dot`, four rows at a time so that their (independent) random row reads and
+    addition chains overlap (measured: logits of R = 90 x B = 1,100 Adult rows 1.16 -> 0.79 ms)."""
+    width = columns.shape[1]
+    b = 0
+    while b + 4 <= count:
+        i0, i1, i2, i3 = rows[b], rows[b + 1], rows[b + 2], rows[b + 3]
+        z0 = z1 = z2 = z3 = 0.0
+        for p in range(width):
+            z0 += float(values[i0, p]) * float(weight[r, m, columns[i0, p]])
+            z1 += float(values[i1, p]) * float(weight[r, m, columns[i1, p]])
+            z2 += float(values[i2, p]) * float(weight[r, m, columns[i2, p]])
+            z3 += float(values[i3, p]) * float(weight[r, m, columns[i3, p]])
+        out[b], out[b + 1], out[b + 2], out[b + 3] = z0, z1, z2, z3
+        b += 4
+    while b < count:
+        out[b] = sparse_dot(columns, values, rows[b], weight, r, m)
+        b += 1
+
+
 @numba.njit(cache=True, inline="always")
 def accumulate_rows(columns, values, rows, count, coefficients, m, acc):  # pragma: no cover
     """``acc += sum_b coefficients[b, m] x_{rows[b]}`` over the first ``count`` rows, in order;
@@ -73,11 +95,12 @@ def included_rows(index, mask, r):  # pragma: no cover - compiled
 @numba.njit(parallel=True, cache=True)
 def _sparse_logits(columns, values, index, weight, bias, out):  # pragma: no cover - compiled
     runs, batch = index.shape
+    dots = np.empty((runs, batch))
     for r in numba.prange(runs):
-        for b in range(batch):
-            for m in range(weight.shape[1]):
-                out[r, b, m] = (sparse_dot(columns, values, index[r, b], weight, r, m)
-                                + float(bias[r, m]))
+        for m in range(weight.shape[1]):
+            sparse_dots(columns, values, index[r], batch, weight, r, m, dots[r])
+            for b in range(batch):
+                out[r, b, m] = dots[r, b] + float(bias[r, m])
 
 
 @numba.njit(parallel=True, cache=True)
