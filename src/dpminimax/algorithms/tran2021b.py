@@ -97,6 +97,7 @@ from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_l
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
+from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.privacy import (
     accounting_record,
@@ -324,6 +325,7 @@ class PfldProgram:
         self.gradient_std = std(sigma, self.clip_primal)
         self.dual_std = std(sigma * per_run("dual_noise_ratio"), self.clip_dual)
         self.state = self.model.init_state(runs, device)
+        self.every_example = torch.arange(self.n, device=device).expand(runs, -1)
         self.multipliers = torch.zeros(runs, 2 * self.groups.num_cells, device=device)
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
@@ -361,12 +363,21 @@ class PfldProgram:
     def violations(self) -> torch.Tensor:
         """The released noisy clipped gaps ``g_hat`` (R, C) of the current theta on the whole
         training set."""
-        probs = self._probs(self.model.logits(self.state, self.x))
+        probs = self._probs(self._all_logits())
         cells = self.cells.expand(probs.shape[0], -1)
         contributions = violation_contributions(probs, cells, self.counts, self.parents, self.n)
         factors = clip_factors(torch.linalg.vector_norm(contributions, dim=-1), self.clip_dual)
         summed = example_sum(contributions * factors.unsqueeze(-1))
         return add_noise(summed, self.dual_std, self.dual_noise) / self.n
+
+    def _all_logits(self) -> torch.Tensor:
+        """Logits (R, n, 1) of the whole training set: over the rows' non-zeros where the
+        compiled loop can read them in place (Adult: 13 of 102 features; about 12 -> 3 ms for
+        15 runs), else the dense logits of every row."""
+        every_row = self.rows.take(self.every_example)
+        if sparse_rows_supported(every_row, self.state["weight"], self.state["bias"]):
+            return linear_logits(self.state["weight"], self.state["bias"], every_row)
+        return self.model.logits(self.state, self.x)
 
     def dual_step(self) -> None:
         """Projected dual ascent on the released violations of both sides of every constraint."""
