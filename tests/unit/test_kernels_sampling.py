@@ -147,13 +147,16 @@ def test_each_run_draws_one_round_of_geometric_gaps_from_its_own_stream():
 def test_compiled_gap_sums_are_torch_geometric_draws_bit_for_bit(q):
     """The CPU path (uniform_ + compiled inversion and running sums) gives exactly the running
     sums of torch's geometric_ draws and leaves the generator where geometric_ leaves it."""
-    for seed in range(20):
-        ours_stream, torch_stream = make_generator(seed, "poisson"), make_generator(seed, "poisson")
-        ours = _gap_sums(torch.empty(1, 3000, dtype=torch.float64), [ours_stream], q,
-                         torch.tensor([4]))[0]
-        gaps = torch.empty(3000, dtype=torch.float64).geometric_(q, generator=torch_stream)
-        assert torch.equal(ours, gaps.long().cumsum(dim=0) + 4)
-        assert torch.equal(ours_stream.get_state(), torch_stream.get_state())
+    runs = sampling.COMPILED_MIN_RUNS                       # the compiled path
+    for seed in range(0, 20, runs):
+        ours_streams = [make_generator(seed + r, "poisson") for r in range(runs)]
+        ours = _gap_sums(torch.empty(runs, 3000, dtype=torch.float64), ours_streams, q,
+                         torch.arange(runs))
+        for r in range(runs):
+            torch_stream = make_generator(seed + r, "poisson")
+            gaps = torch.empty(3000, dtype=torch.float64).geometric_(q, generator=torch_stream)
+            assert torch.equal(ours[r], gaps.long().cumsum(dim=0) + r)
+            assert torch.equal(ours_streams[r].get_state(), torch_stream.get_state())
 
 
 def test_runs_extended_by_further_rounds_keep_drawing_from_their_own_stream(monkeypatch):

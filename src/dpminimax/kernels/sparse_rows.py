@@ -158,13 +158,13 @@ def sparse_clipped_outer_sum(residual: torch.Tensor, rows: IndexedRows, mask: to
     (R, B, K) and per-run C ``max_norm`` (R,; inf: no clipping). Check
     :func:`sparse_rows_supported` first."""
     runs, _, classes = residual.shape
-    features = rows.source.shape[1]
-    grad_weight = torch.empty(runs, classes, features, dtype=torch.float64)
-    grad_bias = torch.empty(runs, classes, dtype=torch.float64)
+    grad_weight = residual.new_empty(runs, classes, rows.source.shape[1])  # float64 sums,
+    grad_bias = residual.new_empty(runs, classes)                          # stored rounded
     columns, values = rows.gatherer.nonzeros()
-    clip = torch.as_tensor(max_norm, dtype=torch.float64).expand(runs).contiguous()
+    clip = (max_norm.to(torch.float64) if isinstance(max_norm, torch.Tensor)
+            else torch.full((runs,), float(max_norm), dtype=torch.float64))
     use_torch_threads()
     _sparse_clipped_outer_sum(columns.numpy(), values.numpy(), rows.gatherer.norms().numpy(),
                               rows.index.numpy(), mask.numpy(), residual.detach().numpy(),
-                              clip.numpy(), grad_weight.numpy(), grad_bias.numpy())
-    return grad_weight.to(residual.dtype), grad_bias.to(residual.dtype)
+                              clip.expand(runs).numpy(), grad_weight.numpy(), grad_bias.numpy())
+    return grad_weight, grad_bias
