@@ -40,7 +40,7 @@ def _train(method, data, runs, steps, compiled, monkeypatch):
     """``steps`` steps of ``runs`` from a random (theta, W), on the compiled path or not."""
     with monkeypatch.context() as patch:
         if not compiled:
-            patch.setattr(dpfermi, "fermi_sums_supported", lambda *args: False)
+            patch.setattr(dpfermi, "sparse_rows_supported", lambda *args: False)
         program, batches, *_ = method.build(data, runs, CPU)
         generator = torch.Generator().manual_seed(1)
         for key, value in program.state.items():

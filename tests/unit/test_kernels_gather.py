@@ -2,24 +2,14 @@
 
 import pytest
 import torch
+from toydata import linear_batch
 
 from dpminimax.kernels.gather import IndexedRows, RowGatherer
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
 
 
-def _setup(seed=0, n=50, d=7, runs=3, batch=11, classes=2):
-    g = torch.Generator().manual_seed(seed)
-    source = torch.randn(n, d, generator=g)
-    index = torch.randint(0, n, (runs, batch), generator=g)
-    weight = torch.randn(runs, classes, d, generator=g)
-    bias = torch.randn(runs, classes, generator=g)
-    residual = torch.randn(runs, batch, classes, generator=g)
-    mask = torch.rand(runs, batch, generator=g) < 0.7
-    return RowGatherer(source), index, weight, bias, residual, mask
-
-
 def test_take_leaves_feature_rows_in_place_and_gathers_images():
-    gatherer, index, *_ = _setup()
+    gatherer, index, *_ = linear_batch()
     rows = gatherer.take(index)
     assert isinstance(rows, IndexedRows) and rows.shape == (3, 11, 7)
     assert torch.equal(rows.gathered(), gatherer.source[index])
@@ -31,7 +21,7 @@ def test_take_leaves_feature_rows_in_place_and_gathers_images():
 
 @pytest.mark.parametrize("seed", range(5))
 def test_linear_kernels_read_indexed_rows_like_gathered_rows(seed):
-    gatherer, index, weight, bias, residual, mask = _setup(seed)
+    gatherer, index, weight, bias, residual, mask = linear_batch(seed)
     rows, gathered = gatherer.take(index), gatherer.source[index].contiguous()
     # rows in place are read over their non-zeros in float64 (kernels.sparse_rows), gathered
     # rows densely in float32: the same logits to float rounding
@@ -44,7 +34,7 @@ def test_linear_kernels_read_indexed_rows_like_gathered_rows(seed):
 
 
 def test_indexed_rows_fall_back_to_gathering_where_the_compiled_loop_cannot_go():
-    gatherer, index, weight, bias, *_ = _setup(1)
+    gatherer, index, weight, bias, *_ = linear_batch(1)
     weight.requires_grad_(True)
     logits = linear_logits(weight, bias, gatherer.take(index))
     logits.sum().backward()

@@ -4,9 +4,9 @@ a run alone as among others."""
 
 import pytest
 import torch
+from toydata import linear_batch
 
 from dpminimax.kernels.clip import clip_factors
-from dpminimax.kernels.gather import RowGatherer
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.sparse_rows import (
     sparse_clipped_outer_sum,
@@ -15,17 +15,9 @@ from dpminimax.kernels.sparse_rows import (
 )
 
 
-def _sparse_setup(seed, n=60, d=9, runs=4, batch=15, classes=2):
-    """Rows with about two thirds zeros (some all-zero), indices, parameters, residuals, mask."""
-    g = torch.Generator().manual_seed(seed)
-    source = torch.randn(n, d, generator=g) * (torch.rand(n, d, generator=g) < 0.35)
-    source[0] = 0.0
-    index = torch.randint(0, n, (runs, batch), generator=g)
-    weight = torch.randn(runs, classes, d, generator=g)
-    bias = torch.randn(runs, classes, generator=g)
-    residual = torch.randn(runs, batch, classes, generator=g)
-    mask = torch.rand(runs, batch, generator=g) < 0.7
-    return RowGatherer(source), index, weight, bias, residual, mask
+def _sparse_setup(seed, runs=4, batch=15):
+    """Rows with about two thirds zeros (row 0 all zeros), indices, parameters, residuals, mask."""
+    return linear_batch(seed, n=60, d=9, runs=runs, batch=batch, density=0.35)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -82,7 +82,6 @@ from dpminimax.algorithms.dpfermi_compiled import (
     CLIP_NONE,
     CLIP_SENSITIVE,
     fermi_sums,
-    fermi_sums_supported,
 )
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
 from dpminimax.data import PreparedDataset
@@ -93,6 +92,7 @@ from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_lin
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
+from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import (
@@ -493,7 +493,8 @@ class FermiProgram:
         this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
         (theta_t, W_t); ``divisor`` turns sums into averages."""
         x = self.rows.take(index)
-        if self.linear and fermi_sums_supported(x, self.state, self.w, self.p_s):
+        if self.linear and sparse_rows_supported(x, self.state["weight"],
+                                                 self.state["bias"], self.w, self.p_s):
             self._compiled_step(x, mask, divisor)
             return
         y, s, cells = self.y[index], self.s[index], self.cells[index]

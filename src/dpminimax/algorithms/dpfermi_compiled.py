@@ -46,19 +46,17 @@ import numba
 import numpy as np
 import torch
 
-from dpminimax.kernels.clip import TINY
 from dpminimax.kernels.gather import IndexedRows
-from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
-from dpminimax.kernels.sparse_rows import accumulate_rows, included_rows, sparse_dots
+from dpminimax.kernels.rowwise import use_torch_threads
+from dpminimax.kernels.sparse_rows import (
+    clip_factor,
+    included_rows,
+    sparse_dots,
+    store_outer_sums,
+)
 
 #: Privacy modes of the kernel: which of the three clippings apply.
 CLIP_NONE, CLIP_EXAMPLE, CLIP_SENSITIVE = 0, 1, 2
-
-
-@numba.njit(cache=True)
-def _clip_factor(norm: float, bound: float) -> float:  # pragma: no cover - compiled
-    """``min(1, C / (norm + tiny))``, as :func:`dpminimax.kernels.clip.clip_factors`."""
-    return min(1.0, bound / (norm + TINY))
 
 
 @numba.njit(cache=True)
@@ -88,7 +86,7 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 lam, clip, clip_w, mode, grad_weight, grad_bias,
                 grad_w):  # pragma: no cover - compiled
     runs = index.shape[0]
-    classes, features = weight.shape[1], weight.shape[2]
+    classes = weight.shape[1]
     n_cells, groups, probs_len = w.shape[1], w.shape[2], w.shape[3]
     offset = probs_len - classes                       # binary: F = [1 - p, p], one logit
     for r in numba.prange(runs):
@@ -130,7 +128,7 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                     part = probs[offset + m] * (sensitive[cell, group, offset + m]
                                                 - mean_sensitive)
                     norm += part * part
-                sensitive_scale = _clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
+                sensitive_scale = clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
             norm = 0.0
             for m in range(classes):
                 j = offset + m
@@ -141,7 +139,7 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 norm += residual[m] * residual[m]
             factor = 1.0
             if mode == CLIP_EXAMPLE:
-                factor = _clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
+                factor = clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
             for m in range(classes):
                 scaled[b, m] = factor * residual[m]
             a = lam_r
@@ -149,15 +147,11 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 norm = 0.0
                 for j in range(probs_len):
                     norm += probs[j] * probs[j] * distance[cell, group, j]
-                a *= _clip_factor(abs(a) * 2.0 * math.sqrt(norm), clip_w_r)
+                a *= clip_factor(abs(a) * 2.0 * math.sqrt(norm), clip_w_r)
             for j in range(probs_len):
                 acc_u[cell, group, j] += a * probs[j] * inv_sqrt_p[cell, group]
                 acc_f[cell, j] += a * probs[j]
-        for m in range(classes):
-            acc = np.zeros(features)
-            grad_bias[r, m] = accumulate_rows(columns, values, rows, count, scaled, m, acc)
-            for f in range(features):
-                grad_weight[r, m, f] = acc[f]
+        store_outer_sums(columns, values, rows, count, scaled, r, grad_weight, grad_bias)
         for c in range(n_cells):
             for g in range(groups):
                 for j in range(probs_len):
@@ -175,14 +169,6 @@ class FermiSums:
     w: torch.Tensor
 
 
-def fermi_sums_supported(rows: IndexedRows | torch.Tensor, state: dict[str, torch.Tensor],
-                         w: torch.Tensor, p_s: torch.Tensor) -> bool:
-    """Whether :func:`fermi_sums` can take this step: feature rows read in place
-    (:class:`IndexedRows` of a 2-D source) and CPU tensors the compiled loops accept."""
-    return (isinstance(rows, IndexedRows) and rows.source.dim() == 2
-            and compiled_supported(rows.source, state["weight"], state["bias"], w, p_s))
-
-
 def fermi_sums(rows: IndexedRows, row_norms: torch.Tensor, mask: torch.Tensor,
                y: torch.Tensor, s: torch.Tensor, cells: torch.Tensor,
                state: dict[str, torch.Tensor], w: torch.Tensor, p_s: torch.Tensor,
@@ -193,13 +179,10 @@ def fermi_sums(rows: IndexedRows, row_norms: torch.Tensor, mask: torch.Tensor,
     labels ``y``, attributes ``s`` and cells ``cells`` (n,); ``w`` (R, C, k, l), ``p_s``
     (R, C, k), per-run ``lam``, ``clip``, ``clip_w`` (R,); ``mode`` one of
     :data:`CLIP_NONE`, :data:`CLIP_EXAMPLE`, :data:`CLIP_SENSITIVE`. Check
-    :func:`fermi_sums_supported` first."""
+    :func:`~dpminimax.kernels.sparse_rows.sparse_rows_supported` (rows, theta, W, P_S) first.
+    The float64 sums are stored rounded to the data's dtype."""
     weight, bias = state["weight"], state["bias"]
-    runs, classes, features = weight.shape
-    dtype = weight.dtype
-    grad_weight = torch.empty(runs, classes, features, dtype=torch.float64)
-    grad_bias = torch.empty(runs, classes, dtype=torch.float64)
-    grad_w = torch.empty(w.shape, dtype=torch.float64)
+    grad_weight, grad_bias, grad_w = (torch.empty_like(t) for t in (weight, bias, w))
     use_torch_threads()
     columns, values = rows.gatherer.nonzeros()
     _fermi_sums(columns.numpy(), values.numpy(), row_norms.numpy(),
@@ -208,4 +191,4 @@ def fermi_sums(rows: IndexedRows, row_norms: torch.Tensor, mask: torch.Tensor,
                 lam.to(torch.float64).numpy(), clip.to(torch.float64).numpy(),
                 clip_w.to(torch.float64).numpy(), mode, grad_weight.numpy(), grad_bias.numpy(),
                 grad_w.numpy())
-    return FermiSums(grad_weight.to(dtype), grad_bias.to(dtype), grad_w.to(dtype))
+    return FermiSums(grad_weight, grad_bias, grad_w)

@@ -9,8 +9,9 @@ on the development machine (2 cores; Tran et al. 2021a's step, R = 90 runs x B =
 Adult): the dense compiled logits took 2.2 ms and torch's clip-and-sum (norms, factors,
 ``embedding_bag``) 1.7 ms per step.
 
-The loops are the building blocks of every compiled step: :func:`sparse_dot`,
-:func:`accumulate_rows` and :func:`included_rows` are called inside DP-FERMI's compiled step
+The loops are the building blocks of every compiled step: :func:`sparse_dots`,
+:func:`store_outer_sums`, :func:`clip_factor` and :func:`included_rows` are called inside
+DP-FERMI's compiled step
 (:mod:`dpminimax.algorithms.dpfermi_compiled`), and :func:`sparse_logits` /
 :func:`sparse_clipped_outer_sum` serve ``linear_logits`` and ``clipped_outer_sum`` for rows left
 in place (:class:`~dpminimax.kernels.gather.IndexedRows`).
@@ -33,6 +34,12 @@ import torch
 from dpminimax.kernels.clip import TINY
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
+
+
+@numba.njit(cache=True, inline="always")
+def clip_factor(norm, bound):  # pragma: no cover - compiled
+    """``min(1, C / (norm + tiny))``, as :func:`dpminimax.kernels.clip.clip_factors`."""
+    return min(1.0, bound / (norm + TINY))
 
 
 @numba.njit(cache=True, inline="always")
@@ -81,6 +88,19 @@ def accumulate_rows(columns, values, rows, count, coefficients, m, acc):  # prag
 
 
 @numba.njit(cache=True, inline="always")
+def store_outer_sums(columns, values, rows, count, scaled, r, grad_weight,
+                     grad_bias):  # pragma: no cover - compiled
+    """``grad_weight[r, m] = sum_b scaled[b, m] x_{rows[b]}`` and ``grad_bias[r, m] =
+    sum_b scaled[b, m]`` for every class m (:func:`accumulate_rows`, in float64, stored in the
+    outputs' dtype)."""
+    for m in range(scaled.shape[1]):
+        acc = np.zeros(grad_weight.shape[2])
+        grad_bias[r, m] = accumulate_rows(columns, values, rows, count, scaled, m, acc)
+        for f in range(grad_weight.shape[2]):
+            grad_weight[r, m, f] = acc[f]
+
+
+@numba.njit(cache=True, inline="always")
 def included_rows(index, mask, r):  # pragma: no cover - compiled
     """``(rows, count)``: run r's included examples (mask True), in batch order."""
     rows = np.empty(index.shape[1], dtype=np.int64)
@@ -107,7 +127,7 @@ def _sparse_logits(columns, values, index, weight, bias, out):  # pragma: no cov
 def _sparse_clipped_outer_sum(columns, values, row_norms, index, mask, residual, clip,
                               grad_weight, grad_bias):  # pragma: no cover - compiled
     runs = index.shape[0]
-    classes, features = residual.shape[2], grad_weight.shape[2]
+    classes = residual.shape[2]
     for r in numba.prange(runs):
         rows, count = included_rows(index, mask, r)
         scaled = np.empty((count, classes))
@@ -120,15 +140,11 @@ def _sparse_clipped_outer_sum(columns, values, row_norms, index, mask, residual,
                 norm += float(residual[r, b, m]) * float(residual[r, b, m])
             x_norm = float(row_norms[index[r, b]])
             norm = math.sqrt(norm) * math.sqrt(x_norm * x_norm + 1.0)
-            factor = min(1.0, clip[r] / (norm + TINY))
+            factor = clip_factor(norm, clip[r])
             for m in range(classes):
                 scaled[position, m] = factor * float(residual[r, b, m])
             position += 1
-        for m in range(classes):
-            acc = np.zeros(features)
-            grad_bias[r, m] = accumulate_rows(columns, values, rows, count, scaled, m, acc)
-            for f in range(features):
-                grad_weight[r, m, f] = acc[f]
+        store_outer_sums(columns, values, rows, count, scaled, r, grad_weight, grad_bias)
 
 
 def sparse_rows_supported(rows: torch.Tensor | IndexedRows, *tensors: torch.Tensor) -> bool:
