@@ -221,3 +221,20 @@ def test_stacked_inputs_are_evaluated_per_replicate():
     weights = dp.cell_weights(lam, histograms)
     assert weights.shape == (3, 2, 2)
     np.testing.assert_allclose(weights[1], dp.cell_weights(lam[1], histograms[1]))
+
+
+def test_reused_constraint_tensors_follow_each_call_dtype():
+    """The membership and coefficient tensors are made once per dtype and reused: float32 and
+    float64 calls on one constraint set, in either order, give what a fresh set gives."""
+    rng = np.random.default_rng(1)
+    histogram = torch.as_tensor(rng.uniform(1.0, 5.0, (2, 3, 2)))
+    lam = torch.as_tensor(rng.uniform(0.0, 1.0, (2, 6)))
+    shared = demographic_parity(3, gamma=0.1)
+    for dtype in (torch.float64, torch.float32, torch.float64):
+        fresh = demographic_parity(3, gamma=0.1)
+        h, multipliers = histogram.to(dtype), lam.to(dtype)
+        weights = shared.cell_weights(multipliers, h)
+        rates = shared.histogram_rates(h)
+        assert weights.dtype == rates.dtype == dtype
+        assert torch.equal(weights, fresh.cell_weights(multipliers, h))
+        assert torch.equal(rates, fresh.histogram_rates(h))

@@ -141,3 +141,27 @@ def test_unknown_noise_distribution_is_an_error():
 
     with pytest.raises(ValueError, match="laplace"):
         add_noise(torch.zeros(1, 3), torch.ones(1), [make_generator(0, "x")], distribution="cauchy")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("size", [1, 7, 15, 16, 17, 103, 1031])
+def test_noise_rows_are_the_draws_of_randn_and_rand(dtype, size):
+    """Each run's row is filled in place from its own stream: the numbers ``torch.randn(size)``
+    (Gaussian) and, for Laplace, ``-log1p(-u0) + log1p(-u1)`` of ``torch.rand(2, size)`` in
+    float64, with the generator left where those calls leave it. Rows past the first sit at
+    unaligned offsets of the shared buffer (size odd), which must not change the draws."""
+    std = torch.tensor([1.5, 0.0, 0.5], dtype=dtype)
+    zeros = torch.zeros(3, size, dtype=dtype)
+    for distribution in ("gaussian", "laplace"):
+        gens = [make_generator(s, distribution) for s in range(3)]
+        noisy = add_noise(zeros, std, gens, distribution)
+        for r in (0, 2):
+            reference = make_generator(r, distribution)
+            if distribution == "gaussian":
+                draws = torch.randn(size, generator=reference, dtype=dtype)
+            else:
+                u = torch.rand(2, size, generator=reference, dtype=torch.float64)
+                draws = (torch.log1p(-u[1]) - torch.log1p(-u[0])).to(dtype)
+            assert torch.equal(noisy[r], std[r] * draws)
+            assert torch.equal(gens[r].get_state(), reference.get_state())
+        assert torch.equal(noisy[1], zeros[1])

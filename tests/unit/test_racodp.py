@@ -232,6 +232,7 @@ def test_hard_dual_histogram_gives_the_same_primal_weights_as_the_soft_one(data,
     the same noise draw, the histograms of softmax probabilities and of arg-max predictions have
     equal row totals, and the primal weights (eq. 10) depend only on those, so the primal step is
     a function of the hard release too. The dual rates (eq. 12) do differ."""
+    from dpminimax.kernels.grouped import grouped_sums
     from dpminimax.kernels.noise import add_noise
 
     constraints = get_method("racodp").constraint_set(
@@ -241,10 +242,11 @@ def test_hard_dual_histogram_gives_the_same_primal_weights_as_the_soft_one(data,
     cells = torch.as_tensor(constraints.cells(data.y_train, data.s_train)[:n]).long()
     logits = 2.0 * torch.randn(2, n, 2, generator=generator)                 # R = 2 runs
     probs = torch.softmax(logits, dim=-1)
-    one_hot_cells = F.one_hot(cells, constraints.num_cells).float()
+    cells = cells.expand(2, n).contiguous()
     mask = torch.rand(2, n, generator=generator) < 0.5
-    soft = RacoDpProgram._histogram(one_hot_cells, probs, mask)
-    hard = RacoDpProgram._histogram(one_hot_cells, F.one_hot(logits.argmax(-1), 2).float(), mask)
+    soft = grouped_sums(probs, cells, mask, constraints.num_cells)
+    hard = grouped_sums(F.one_hot(logits.argmax(-1), 2).float(), cells, mask,
+                        constraints.num_cells)
     noise = add_noise(torch.zeros_like(soft), torch.tensor([4.0, 4.0]),
                       [make_generator(s, "histogram") for s in (0, 1)], "laplace")
     dual = torch.rand(2, constraints.num_constraints, generator=generator)

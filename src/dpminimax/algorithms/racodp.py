@@ -48,7 +48,7 @@ from dpminimax.algorithms.base import (
 from dpminimax.constraints import RateConstraintSet, build_constraints
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
-from dpminimax.kernels.clip import example_sum
+from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
@@ -293,21 +293,19 @@ class RacoDpProgram:
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         x, y, cells = self.rows.take(index), self.y[index], self.cells[index]
-        one_hot_cells = F.one_hot(cells, self.constraints.num_cells)
         released: dict[str, torch.Tensor] = {}
 
         def residual(logits: torch.Tensor) -> torch.Tensor:
             """d(Lagrangian_i)/d(logits_i) from the noisy histogram of this forward pass."""
             probs = row_softmax(self.temperature.view(-1, 1, 1) * logits)
-            cell_values = one_hot_cells.to(probs.dtype)
-            exact = self._histogram(cell_values, probs, mask)                 # eq. (8)
+            exact = self._histogram(cells, probs, mask)                       # eq. (8)
             noise = add_noise(torch.zeros_like(exact), self.histogram_std,
                               self.histogram_streams, self.histogram_noise)
             soft = exact + noise                                              # eq. (9)
             weights = self.constraints.cell_weights(self.dual, soft)          # eq. (10)
-            weights = weights[torch.arange(index.shape[0]).view(-1, 1), cells]
+            weights = weights.gather(1, cells.unsqueeze(-1).expand(-1, -1, weights.shape[-1]))
             weighted = (weights * probs).sum(dim=-1, keepdim=True)
-            released.update(logits=logits, cells=cell_values, noise=noise, soft=soft)
+            released.update(logits=logits, noise=noise, soft=soft)
             return (row_softmax(logits) - F.one_hot(y, 2).to(probs.dtype)
                     + (self.batch * self.temperature).view(-1, 1, 1) * probs
                     * (weights - weighted))
@@ -321,7 +319,7 @@ class RacoDpProgram:
         soft = released["soft"]
         if bool(self.hard_dual.any()):
             hard = F.one_hot(released["logits"].argmax(dim=-1), 2).to(soft.dtype)
-            hard = self._histogram(released["cells"], hard, mask) + released["noise"]  # same draw
+            hard = self._histogram(cells, hard, mask) + released["noise"]  # same draw
             dual_histogram = torch.where(self.hard_dual.view(-1, 1, 1), hard, soft)
         else:
             dual_histogram = soft
@@ -329,10 +327,8 @@ class RacoDpProgram:
         ascent = torch.where(active, self.lr_dual, 0.0).view(-1, 1) * (rates - self.slack)
         self.dual = torch.clamp(self.dual + ascent, min=0.0)                 # line 11
 
-    @staticmethod
-    def _histogram(one_hot_cells: torch.Tensor, values: torch.Tensor,
+    def _histogram(self, cells: torch.Tensor, values: torch.Tensor,
                    mask: torch.Tensor) -> torch.Tensor:
-        """(R, Q, K) sums of ``values`` per cell over unmasked examples (eq. 8), by the
-        padding-invariant :func:`~dpminimax.kernels.clip.example_sum`."""
-        masked = values * mask.unsqueeze(-1).to(values.dtype)
-        return example_sum(one_hot_cells.unsqueeze(-1) * masked.unsqueeze(-2))
+        """(R, Q, K) sums of ``values`` (R, B, K) per cell ``cells`` (R, B) over the unmasked
+        examples (eq. 8): :func:`~dpminimax.kernels.grouped.grouped_sums`."""
+        return grouped_sums(values, cells, mask, self.constraints.num_cells)

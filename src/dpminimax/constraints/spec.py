@@ -65,6 +65,7 @@ class RateConstraintSet:
         object.__setattr__(self, "membership", _frozen(membership))
         object.__setattr__(self, "coefficients", coefficients)
         object.__setattr__(self, "slack", slack)
+        object.__setattr__(self, "_tensors", {})
         self._check_constraints()
 
     def _check_constraints(self) -> None:
@@ -126,7 +127,7 @@ class RateConstraintSet:
         sums = p.new_zeros((*p.shape[:-2], self.num_cells, self.num_classes))
         sums = sums.index_add(-2, index, p)
         counts = torch.bincount(index, minlength=self.num_cells).to(p.dtype)
-        local_counts = (self._tensor(self.membership, p) * counts).sum(-1)
+        local_counts = (self._tensor("membership", p) * counts).sum(-1)
         self._report_empty(local_counts.cpu().numpy() == 0)
         return to_output(self._combine(self._local(sums), local_counts))
 
@@ -156,8 +157,8 @@ class RateConstraintSet:
                 f"multipliers has shape {tuple(lam.shape)}, expected (..., {self.num_constraints})"
             )
         sizes = self._local(h).sum(-1).clamp_min(1.0)
-        scaled = self._tensor(self.coefficients, h) * (lam[..., :, None] / sizes)[..., None]
-        membership = self._tensor(self.membership, h)[..., None]
+        scaled = self._tensor("coefficients", h) * (lam[..., :, None] / sizes)[..., None]
+        membership = self._tensor("membership", h)[..., None]
         return to_output((membership * scaled[..., None, :]).sum(dim=(-4, -3)))
 
     def _local(self, cell_sums: torch.Tensor) -> torch.Tensor:
@@ -171,17 +172,24 @@ class RateConstraintSet:
             raise ConstraintSpecError(
                 f"histogram has {cell_sums.shape[-2]} cells, the partition has {self.num_cells}"
             )
-        membership = self._tensor(self.membership, cell_sums)[..., None]
+        membership = self._tensor("membership", cell_sums)[..., None]
         return (membership * cell_sums[..., None, None, :, :]).sum(dim=-2)
 
     def _combine(self, local_sums: torch.Tensor, local_sizes: torch.Tensor) -> torch.Tensor:
         """Σ_l Σ_k α_{j,l,k} local_sums[j, l, k] / max(local_sizes[j, l], 1)."""
         local = local_sums / local_sizes.clamp_min(1.0).unsqueeze(-1)
-        return (self._tensor(self.coefficients, local) * local).sum(dim=(-2, -1))
+        return (self._tensor("coefficients", local) * local).sum(dim=(-2, -1))
 
-    @staticmethod
-    def _tensor(array: np.ndarray, like: torch.Tensor) -> torch.Tensor:
-        return torch.tensor(array, dtype=like.dtype, device=like.device)
+    def _tensor(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        """The read-only array ``name`` (membership or coefficients) as a tensor of ``like``'s
+        dtype and device, made once per (dtype, device) and reused: RaCO-DP calls these
+        contractions twice a step, and converting the arrays anew cost more than the
+        arithmetic. Callers never write to it."""
+        key = (name, like.dtype, like.device)
+        if key not in self._tensors:
+            self._tensors[key] = torch.tensor(getattr(self, name), dtype=like.dtype,
+                                              device=like.device)
+        return self._tensors[key]
 
     def _report_empty(self, empty: np.ndarray) -> None:
         empty &= self.membership.any(axis=-1)

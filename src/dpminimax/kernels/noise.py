@@ -13,15 +13,22 @@ from collections.abc import Mapping, Sequence
 import torch
 
 
-def standard_laplace(size: int, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
-    """``size`` i.i.d. Laplace(0, 1) draws: the difference of two Exp(1) variables (in float64).
+def fill_standard_laplace(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Fill the 1-d tensor ``out`` with i.i.d. Laplace(0, 1) draws: the difference of two Exp(1)
+    variables (computed in float64).
 
     ``-log(1 - u)`` with ``u ~ U[0, 1)`` is Exp(1) and always finite; torch's Laplace
     distribution takes no generator, and every draw must come from the run's own stream.
     """
-    u = torch.rand(2, size, generator=generator, dtype=torch.float64, device=generator.device)
-    exponential = -torch.log1p(-u)
-    return (exponential[0] - exponential[1]).to(dtype)
+    u = torch.empty(2, out.numel(), dtype=torch.float64, device=generator.device)
+    exponential = -torch.log1p(-u.uniform_(generator=generator))
+    return out.copy_(exponential[0] - exponential[1])
+
+
+def fill_standard_normal(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Fill the 1-d contiguous tensor ``out`` with i.i.d. N(0, 1) draws (the numbers
+    ``torch.randn(out.numel(), generator=generator)`` gives, checked bit for bit)."""
+    return out.normal_(generator=generator)
 
 
 def add_noise(
@@ -34,31 +41,28 @@ def add_noise(
     Z i.i.d. standard normal (``distribution="gaussian"``) or standard Laplace (``"laplace"``).
 
     Run r draws one standard noise vector covering all of its parameters (in the dict's order)
-    from ``generators[r]``. Runs with ``noise_std_r == 0`` draw *nothing* (their generator does
-    not advance) and add exact zeros; if no run is noisy the input values are returned unchanged.
-    A run's stream position thus depends only on its own noise scale and step count, never on
-    the other runs, which keeps batched and one-at-a-time training bit-identical.
+    from ``generators[r]``, into row r of one (R, size) buffer. Runs with ``noise_std_r == 0``
+    draw *nothing* (their generator does not advance) and add exact zeros; if no run is noisy
+    the input values are returned unchanged. A run's stream position thus depends only on its
+    own noise scale and step count, never on the other runs, which keeps batched and
+    one-at-a-time training bit-identical.
     """
-    if isinstance(summed, torch.Tensor):
-        return add_noise({"value": summed}, noise_std, generators, distribution)["value"]
-    if distribution not in _SAMPLERS:
-        raise ValueError(f"noise distribution must be one of {sorted(_SAMPLERS)}, "
+    if distribution not in _FILLERS:
+        raise ValueError(f"noise distribution must be one of {sorted(_FILLERS)}, "
                          f"got {distribution!r}")
-    sample = _SAMPLERS[distribution]
     if len(generators) != len(noise_std):
         raise ValueError(f"{len(noise_std)} noise scales but {len(generators)} generators")
-    noisy = [float(std) > 0.0 for std in noise_std.tolist()]
+    noisy = [std > 0.0 for std in noise_std.tolist()]
+    if isinstance(summed, torch.Tensor):
+        if not any(noisy):
+            return summed
+        flat = summed.reshape(len(generators), -1)
+        return (flat + _scaled_draws(flat, noise_std, noisy, generators, distribution)
+                ).view_as(summed)
     if not any(noisy):
         return dict(summed)
     flat = torch.cat([value.flatten(start_dim=1) for value in summed.values()], dim=1)
-    normals = torch.stack(
-        [
-            sample(flat.shape[1], generator, flat.dtype)
-            if draw else torch.zeros(flat.shape[1], dtype=flat.dtype, device=generator.device)
-            for draw, generator in zip(noisy, generators, strict=True)
-        ]
-    ).to(flat.device)
-    noised = flat + noise_std.to(flat.dtype).unsqueeze(1) * normals
+    noised = flat + _scaled_draws(flat, noise_std, noisy, generators, distribution)
     sizes = [value[0].numel() for value in summed.values()]
     return {
         name: chunk.view_as(value)
@@ -66,8 +70,16 @@ def add_noise(
     }
 
 
-def _standard_normal(size: int, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
-    return torch.randn(size, generator=generator, dtype=dtype, device=generator.device)
+def _scaled_draws(flat: torch.Tensor, noise_std: torch.Tensor, noisy: Sequence[bool],
+                  generators: Sequence[torch.Generator], distribution: str) -> torch.Tensor:
+    """``noise_std_r * Z_r`` (R, size) like ``flat``; rows of runs that are not ``noisy`` are
+    zeros and draw nothing."""
+    fill = _FILLERS[distribution]
+    draws = torch.zeros(flat.shape, dtype=flat.dtype, device=generators[0].device)
+    for row, draw, generator in zip(draws, noisy, generators, strict=True):
+        if draw:
+            fill(row, generator)
+    return noise_std.to(flat.dtype).unsqueeze(1) * draws.to(flat.device)
 
 
-_SAMPLERS = {"gaussian": _standard_normal, "laplace": standard_laplace}
+_FILLERS = {"gaussian": fill_standard_normal, "laplace": fill_standard_laplace}
