@@ -4,7 +4,7 @@ import pytest
 import torch
 from toydata import linear_batch
 
-from dpminimax.kernels.gather import IndexedRows, RowGatherer
+from dpminimax.kernels.gather import IndexedRows, RowGatherer, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
 
 
@@ -40,3 +40,14 @@ def test_indexed_rows_fall_back_to_gathering_where_the_compiled_loop_cannot_go()
     logits.sum().backward()
     torch.testing.assert_close(weight.grad, gatherer.source[index].sum(dim=1).unsqueeze(1)
                                .expand(-1, 2, -1))
+
+
+@pytest.mark.parametrize("index_shape", [(7,), (3, 5), (2, 0)])
+@pytest.mark.parametrize("value_shape", [(11,), (11, 4)])
+def test_batch_values_are_advanced_indexing(index_shape, value_shape):
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(value_shape, generator=generator)
+    index = torch.randint(0, value_shape[0], index_shape, generator=generator)
+    picked = batch_values(values, index)
+    assert picked.shape == values[index].shape
+    assert torch.equal(picked, values[index])

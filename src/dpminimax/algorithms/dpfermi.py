@@ -87,7 +87,7 @@ from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_n
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
-from dpminimax.kernels.gather import IndexedRows
+from dpminimax.kernels.gather import IndexedRows, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
@@ -497,7 +497,7 @@ class FermiProgram:
                                                  self.state["bias"], self.w, self.p_s):
             self._compiled_step(x, mask, divisor)
             return
-        y, s, cells = self.y[index], self.s[index], self.cells[index]
+        y, s, cells = (batch_values(t, index) for t in (self.y, self.s, self.cells))
         attributes = F.one_hot(s, self.groups)[..., :self.columns].to(torch.float32)
         members = [cells == cell for cell in range(self.w.shape[1])]
         weights = self.lam.view(-1, 1) * self._cell_weights(cells, mask, divisor)  # (R, B)
@@ -559,7 +559,8 @@ class FermiProgram:
         fair_independent, fair_sensitive = (through_softmax(c)[..., -outputs.shape[-1]:]
                                             for c in (independent, sensitive))
         if self.privacy == "sensitive_attribute" and not self.faithful:  # spec §11 item 3
-            norms = torch.linalg.vector_norm(fair_sensitive, dim=-1) * self.x_norm[index]
+            norms = (torch.linalg.vector_norm(fair_sensitive, dim=-1)
+                     * batch_values(self.x_norm, index))
             fair_sensitive = fair_sensitive * clip_factors(norms, self.clip).unsqueeze(-1)
         loss = probs - F.one_hot(y, probs.shape[-1]).to(probs.dtype)
         return loss[..., -outputs.shape[-1]:] + weights.unsqueeze(-1) * (

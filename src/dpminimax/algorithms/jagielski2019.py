@@ -77,7 +77,7 @@ from dpminimax.algorithms.base import (
     shared_values,
 )
 from dpminimax.data import PreparedDataset
-from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import linear_logits, linear_residuals, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
@@ -356,7 +356,7 @@ class JagielskiProgram:
         """One DP-SGD step on ``sum_i w_cell(i) BCE(z_i, label_cell(i))`` (weights, labels
         (R, 2k) per cell)."""
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.x.device)
-        x, cells = self.rows.gather(index), self.cells[index]
+        x, cells = self.rows.gather(index), batch_values(self.cells, index)
         residual = weights.gather(1, cells).unsqueeze(-1) * linear_residuals(
             self.state["weight"], self.state["bias"], x, labels.gather(1, cells))
         private_linear_step(self.state, residual, x, mask, clip=self.clip,

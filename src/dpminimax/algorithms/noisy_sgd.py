@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from dpminimax.data.inputs import ImageFileRows
-from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.seeding import make_generator
@@ -51,7 +51,7 @@ class NoisySgd:
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         grads = self.model.clipped_grad_sum(
-            self.state, self.rows.take(index), self.y[index], mask, self.clip
+            self.state, self.rows.take(index), batch_values(self.y, index), mask, self.clip
         )
         grads = add_noise(grads, self.noise_std, self.noise)
         for key, grad in grads.items():

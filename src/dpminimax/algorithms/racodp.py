@@ -48,6 +48,7 @@ from dpminimax.algorithms.base import (
 from dpminimax.constraints import RateConstraintSet, build_constraints
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
+from dpminimax.kernels.gather import batch_values
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
@@ -292,7 +293,8 @@ class RacoDpProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, cells = self.rows.take(index), self.y[index], self.cells[index]
+        x = self.rows.take(index)
+        y, cells = batch_values(self.y, index), batch_values(self.cells, index)
         released: dict[str, torch.Tensor] = {}
 
         def residual(logits: torch.Tensor) -> torch.Tensor:

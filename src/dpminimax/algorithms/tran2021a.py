@@ -67,7 +67,7 @@ from dpminimax.algorithms.base import (
 )
 from dpminimax.algorithms.group_stats import GroupCells, cell_gap_weights, rate_gaps
 from dpminimax.data import PreparedDataset
-from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
@@ -259,7 +259,8 @@ class Tran2021aProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, groups = self.rows.take(index), self.y[index], self.s[index]
+        x = self.rows.take(index)
+        y, groups = batch_values(self.y, index), batch_values(self.s, index)
         logits = linear_logits(self.state["weight"], self.state["bias"], x)
         # sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)
         probs = row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]

@@ -92,7 +92,7 @@ from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weig
 from dpminimax.algorithms.tran2021a import require_binary
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
-from dpminimax.kernels.gather import RowGatherer
+from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
@@ -340,7 +340,8 @@ class PfldProgram:
     def primal_step(self) -> None:
         """Both primal releases of one Poisson batch at theta_t, then the descent step."""
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        x, y, cells = self.rows.take(index), self.y[index], self.cells[index]
+        x = self.rows.take(index)
+        y, cells = batch_values(self.y, index), batch_values(self.cells, index)
         probs = self._probs(linear_logits(self.state["weight"], self.state["bias"], x))
         jacobian = constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n)
         weight, bias = clipped_outer_sum(jacobian, x, mask, self.clip_primal)
