@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from dpminimax.kernels.linear import linear_logits
 from dpminimax.kernels.rowwise import (
+    binary_probs,
     compiled_supported,
     row_logits,
     row_logits_supported,
@@ -121,3 +122,26 @@ def test_shared_rows_give_every_run_the_bits_of_its_own_copy():
     weight.requires_grad_(True)   # the torch path broadcasts the shared rows instead
     torch.testing.assert_close(linear_logits(weight, bias, shared).detach(),
                                row_logits(weight.detach(), bias, copies))
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.integers(1, 3), st.integers(0, 40), st.floats(0.1, 200.0), st.integers(0, 2**16),
+       st.sampled_from([torch.float32, torch.float64]))
+def test_binary_probs_are_the_pair_softmax_bit_for_bit(runs, batch, scale, seed, dtype):
+    """sigmoid(z) = softmax([0, z])[1] with the row softmax's arithmetic, so Tran et al.
+    2021a/b and binary DP-SGD keep their bits; close to torch.sigmoid."""
+    g = torch.Generator().manual_seed(seed)
+    z = scale * torch.randn(runs, batch, 1, generator=g, dtype=dtype)
+    probs = binary_probs(z)
+    assert probs.dtype == dtype and probs.shape == z.shape
+    assert torch.equal(probs, row_softmax(torch.cat([torch.zeros_like(z), z], dim=-1))[..., 1:])
+    torch.testing.assert_close(probs, torch.sigmoid(z))
+
+
+def test_binary_probs_handle_extremes_and_keep_autograd():
+    z = torch.tensor([[[1e30], [-1e30], [0.0], [float("-inf")]]])
+    assert torch.equal(binary_probs(z), torch.tensor([[[1.0], [0.0], [0.5], [0.0]]]))
+    w = torch.randn(2, 5, 1, requires_grad=True)
+    assert not compiled_supported(w)
+    binary_probs(w).sum().backward()
+    torch.testing.assert_close(w.grad, (torch.sigmoid(w) * (1 - torch.sigmoid(w))).detach())

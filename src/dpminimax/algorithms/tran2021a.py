@@ -71,7 +71,7 @@ from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
-from dpminimax.kernels.rowwise import row_softmax
+from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.privacy import (
@@ -262,8 +262,7 @@ class Tran2021aProgram:
         x = self.rows.take(index)
         y, groups = batch_values(self.y, index), batch_values(self.s, index)
         logits = linear_logits(self.state["weight"], self.state["bias"], x)
-        # sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)
-        probs = row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]
+        probs = binary_probs(logits)  # sigmoid, batch-invariant (dpminimax.kernels.rowwise)
         exact = grouped_sums(torch.cat([torch.ones_like(probs), probs], dim=-1), groups, mask,
                              self.groups.num_cells)                               # step 1
         histogram = add_noise(exact, self.histogram_std, self.histogram_streams)

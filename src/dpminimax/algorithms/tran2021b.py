@@ -95,7 +95,7 @@ from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
 from dpminimax.kernels.noise import add_noise
-from dpminimax.kernels.rowwise import row_softmax
+from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -335,7 +335,7 @@ class PfldProgram:
     @staticmethod
     def _probs(logits: torch.Tensor) -> torch.Tensor:
         """sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)."""
-        return row_softmax(torch.cat([torch.zeros_like(logits), logits], dim=-1))[..., 1:]
+        return binary_probs(logits)
 
     def primal_step(self) -> None:
         """Both primal releases of one Poisson batch at theta_t, then the descent step."""

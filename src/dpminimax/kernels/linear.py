@@ -38,7 +38,12 @@ import torch.nn.functional as F
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.noise import add_noise
-from dpminimax.kernels.rowwise import row_logits, row_logits_supported, row_softmax
+from dpminimax.kernels.rowwise import (
+    binary_probs,
+    row_logits,
+    row_logits_supported,
+    row_softmax,
+)
 from dpminimax.kernels.sparse_rows import (
     sparse_clipped_outer_sum,
     sparse_logits,
@@ -100,8 +105,7 @@ def linear_residuals(
     logits = linear_logits(weight, bias, x)
     if logits.shape[-1] == 1:
         # sigmoid(z) = softmax([0, z])[1]; see the module docstring for why not torch.sigmoid.
-        pair = torch.cat([torch.zeros_like(logits), logits], dim=-1)
-        return row_softmax(pair)[..., 1:] - y.to(logits.dtype).unsqueeze(-1)
+        return binary_probs(logits) - y.to(logits.dtype).unsqueeze(-1)
     probs = row_softmax(logits)
     return probs - F.one_hot(y.long(), logits.shape[-1]).to(logits.dtype)
 

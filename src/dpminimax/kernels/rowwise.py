@@ -114,6 +114,30 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
     return out
 
 
+@numba.njit(parallel=True, cache=True)
+def _binary_probs(z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    zero = np.zeros(1, dtype=z.dtype)[0]
+    for row in numba.prange(z.shape[0]):
+        largest = max(zero, z[row])
+        first = math.exp(zero - largest)
+        second = math.exp(z[row] - largest)
+        out[row] = second / (first + second)
+
+
+def binary_probs(z: torch.Tensor) -> torch.Tensor:
+    """``sigmoid(z)`` (..., 1) for binary logits z (..., 1), as ``softmax([0, z])[1]``: the
+    arithmetic of :func:`row_softmax` on the pair (so the same bits, tested) without forming
+    the pair. ``torch.sigmoid`` is not used because its vectorised body and scalar tail round
+    differently (see :mod:`dpminimax.kernels.linear`); the torch fallback takes the softmax of
+    the pair."""
+    if not compiled_supported(z):
+        return torch.softmax(torch.cat([torch.zeros_like(z), z], dim=-1), dim=-1)[..., 1:]
+    out = torch.empty_like(z)
+    use_torch_threads()
+    _binary_probs(z.detach().reshape(-1).numpy(), out.view(-1).numpy())
+    return out
+
+
 def row_softmax(z: torch.Tensor) -> torch.Tensor:
     """``softmax(z, dim=-1)``: the compiled loop where :func:`compiled_supported`, else torch."""
     if not compiled_supported(z):
