@@ -332,17 +332,12 @@ class PfldProgram:
         self.constraint_noise = [make_generator(s, "constraint_noise", device) for s in seeds]
         self.dual_noise = [make_generator(s, "dual", device) for s in seeds]
 
-    @staticmethod
-    def _probs(logits: torch.Tensor) -> torch.Tensor:
-        """sigmoid(z) = softmax([0, z])[1], batch-invariant (see dpminimax.kernels.linear)."""
-        return binary_probs(logits)
-
     def primal_step(self) -> None:
         """Both primal releases of one Poisson batch at theta_t, then the descent step."""
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         x = self.rows.take(index)
         y, cells = batch_values(self.y, index), batch_values(self.cells, index)
-        probs = self._probs(linear_logits(self.state["weight"], self.state["bias"], x))
+        probs = binary_probs(linear_logits(self.state["weight"], self.state["bias"], x))
         jacobian = constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n)
         weight, bias = clipped_outer_sum(jacobian, x, mask, self.clip_primal)
         noisy = add_noise({"weight": weight, "bias": bias}, self.gradient_std,
@@ -364,7 +359,7 @@ class PfldProgram:
     def violations(self) -> torch.Tensor:
         """The released noisy clipped gaps ``g_hat`` (R, C) of the current theta on the whole
         training set."""
-        probs = self._probs(self._all_logits())
+        probs = binary_probs(self._all_logits())
         cells = self.cells.expand(probs.shape[0], -1)
         contributions = violation_contributions(probs, cells, self.counts, self.parents, self.n)
         factors = clip_factors(torch.linalg.vector_norm(contributions, dim=-1), self.clip_dual)
