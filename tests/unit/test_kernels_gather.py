@@ -4,7 +4,7 @@ import pytest
 import torch
 from toydata import linear_batch
 
-from dpminimax.kernels.gather import IndexedRows, RowGatherer, batch_values
+from dpminimax.kernels.gather import IndexedRows, RowGatherer, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits
 
 
@@ -51,3 +51,18 @@ def test_batch_values_are_advanced_indexing(index_shape, value_shape):
     picked = batch_values(values, index)
     assert picked.shape == values[index].shape
     assert torch.equal(picked, values[index])
+
+
+@pytest.mark.parametrize(("largest", "dtype"), [(0, torch.int8), (127, torch.int8),
+                                                (128, torch.int16), (40_000, torch.int32),
+                                                (2**40, torch.int64)])
+def test_compact_codes_keep_the_values_in_the_narrowest_dtype(largest, dtype):
+    codes = torch.tensor([0, largest, largest // 2, 0])
+    compact = compact_codes(codes)
+    assert compact.dtype == dtype
+    assert torch.equal(compact.to(torch.int64), codes)
+
+
+def test_compact_codes_refuse_negative_codes():
+    with pytest.raises(ValueError, match="non-negative"):
+        compact_codes(torch.tensor([0, -1, 3]))

@@ -87,7 +87,7 @@ from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_n
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors, per_sample_norms
-from dpminimax.kernels.gather import IndexedRows, batch_values
+from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
@@ -446,6 +446,7 @@ class FermiProgram:
         self.groups = counts.shape[1]
         if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
             self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
+            self.codes = tuple(compact_codes(t) for t in (self.y, self.s, self.cells))
         self.clip_mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
             privacy, CLIP_NONE)
 
@@ -521,8 +522,8 @@ class FermiProgram:
     def _compiled_step(self, x: IndexedRows, mask: torch.Tensor, divisor: float) -> None:
         """:meth:`step` for logistic regression on the CPU: both gradient sums in one compiled
         pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and updates."""
-        sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state, self.w,
-                          self.p_s, self.lam, self.clip, self.clip_w, self.clip_mode)
+        sums = fermi_sums(x, self.x_norm, mask, *self.codes, self.state, self.w, self.p_s,
+                          self.lam, self.clip, self.clip_w, self.clip_mode)
         noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
                              noise_std=self.theta_std * divisor, generators=self.noise,
                              step_size=self.lr / divisor)

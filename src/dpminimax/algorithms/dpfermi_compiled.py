@@ -176,7 +176,8 @@ def fermi_sums(rows: IndexedRows, row_norms: torch.Tensor, mask: torch.Tensor,
                mode: int) -> FermiSums:
     """The (clipped) per-example gradient sums of Alg. 1 lines 5-6 for the batch ``rows``
     (R, B) / ``mask``, given for the whole training set ``||[x_i, 1]||`` (``row_norms``), the
-    labels ``y``, attributes ``s`` and cells ``cells`` (n,); ``w`` (R, C, k, l), ``p_s``
+    labels ``y``, attributes ``s`` and cells ``cells`` (n,; any integer dtype, best
+    :func:`~dpminimax.kernels.gather.compact_codes`); ``w`` (R, C, k, l), ``p_s``
     (R, C, k), per-run ``lam``, ``clip``, ``clip_w`` (R,); ``mode`` one of
     :data:`CLIP_NONE`, :data:`CLIP_EXAMPLE`, :data:`CLIP_SENSITIVE`. Check
     :func:`~dpminimax.kernels.sparse_rows.sparse_rows_supported` (rows, theta, W, P_S) first.
