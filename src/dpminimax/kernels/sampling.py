@@ -111,7 +111,9 @@ def poisson_batches(
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"sampling rate q must be in [0, 1], got {rate}")
     out_device = torch.device(device) if device is not None else generators[0].device
-    groups = {rate: [r for r in range(runs) if rates[r] == rate] for rate in rates}
+    groups: dict[float, list[int]] = {}
+    for r, rate in enumerate(rates):       # one pass: a comprehension per rate was O(R^2)
+        groups.setdefault(rate, []).append(r)
     candidates = [_positions(n, rate, [generators[r] for r in members], out_device)
                   for rate, members in groups.items()]
     if len(candidates) == 1:
