@@ -254,3 +254,20 @@ def test_hard_dual_histogram_gives_the_same_primal_weights_as_the_soft_one(data,
                                constraints.cell_weights(dual, soft + noise), rtol=1e-5, atol=1e-7)
     rates = constraints.histogram_rates(hard + noise) - constraints.histogram_rates(soft + noise)
     assert float(rates.abs().max()) > 1e-3
+
+
+def test_runs_with_fewer_steps_stop_as_if_trained_alone(data):
+    """Runs of one program whose privacy plans allow different step counts (less noise, fewer
+    steps): the shorter run stops moving (its step sizes become 0) and ends exactly as if
+    trained alone."""
+    grid = {"batch_size": 128, "max_steps": 30, "noise_multiplier": [1.0, 3.0],
+            "histogram_scale": 4.0}
+    runs = expand_runs([5], 3.0, 1e-5, grid)
+    method = get_method("racodp")
+    together = method.fit(data, runs, DEVICE)
+    steps = [params["steps"] for params in together.resolved_params]
+    assert steps[0] < steps[1] == 30, steps
+    for r, run in enumerate(runs):
+        alone = method.fit(data, [run], DEVICE)
+        for key in together.state:
+            assert torch.equal(together.state[key][r], alone.state[key][0]), (run, key)

@@ -269,6 +269,7 @@ class RacoDpProgram:
         self.batch = torch.tensor([expected_batch_size(self.n, q) for q in self.q],
                                   device=device)
         self.total_steps = torch.tensor([int(p["steps"]) for p in params], device=device)
+        self.fewest_steps = int(self.total_steps.min())
         self.steps_done = 0
         self.constraints = first  # runs of a job share the constraints up to their slack
         self.slack = torch.stack([torch.tensor(c.slack, dtype=torch.float32)
@@ -286,6 +287,7 @@ class RacoDpProgram:
         self.histogram_noise = params[0]["histogram_noise"]
         self.hard_dual = torch.tensor([p["dual_update"] == "hard" for p in params],
                                       device=device)
+        self.any_hard_dual = bool(self.hard_dual.any())
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
         self.histogram_streams = [make_generator(s, "histogram", device) for s in seeds]
@@ -312,22 +314,30 @@ class RacoDpProgram:
                     + (self.batch * self.temperature).view(-1, 1, 1) * probs
                     * (weights - weighted))
 
-        active = self.steps_done < self.total_steps
+        step_size, lr_dual = self._step_sizes()
         self.steps_done += 1
         self.model.private_step(self.state, x, mask, residual, clip=self.clip,  # line 8
                                 noise_std=self.gradient_std, generators=self.noise,
-                                step_size=torch.where(active, self.lr / self.batch, 0.0),
-                                dropout_streams=self.dropout)
+                                step_size=step_size, dropout_streams=self.dropout)
         soft = released["soft"]
-        if bool(self.hard_dual.any()):
+        if self.any_hard_dual:
             hard = F.one_hot(released["logits"].argmax(dim=-1), 2).to(soft.dtype)
             hard = self._histogram(cells, hard, mask) + released["noise"]  # same draw
             dual_histogram = torch.where(self.hard_dual.view(-1, 1, 1), hard, soft)
         else:
             dual_histogram = soft
         rates = self.constraints.histogram_rates(dual_histogram)            # eq. (12)
-        ascent = torch.where(active, self.lr_dual, 0.0).view(-1, 1) * (rates - self.slack)
+        ascent = lr_dual.view(-1, 1) * (rates - self.slack)
         self.dual = torch.clamp(self.dual + ascent, min=0.0)                 # line 11
+
+    def _step_sizes(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Primal (lr / expected batch) and dual step sizes (R,) of this step: 0 for the runs
+        that have done their steps; no masking while every run is still training."""
+        primal = self.lr / self.batch
+        if self.steps_done < self.fewest_steps:
+            return primal, self.lr_dual
+        active = self.steps_done < self.total_steps
+        return torch.where(active, primal, 0.0), torch.where(active, self.lr_dual, 0.0)
 
     def _histogram(self, cells: torch.Tensor, values: torch.Tensor,
                    mask: torch.Tensor) -> torch.Tensor:
