@@ -10,6 +10,7 @@ import torch
 import dpminimax.algorithms.dpfermi as dpfermi
 from dpminimax.algorithms.base import expand_runs
 from dpminimax.algorithms.dpfermi import DpFermi, NonPrivateFermi
+from dpminimax.algorithms.dpfermi_compiled import fermi_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
 
@@ -37,8 +38,16 @@ def _sparse_table(n: int = 600, classes: int = 2, groups: int = 2,
 
 
 def _train(method, data, runs, steps, compiled, monkeypatch):
-    """``steps`` steps of ``runs`` from a random (theta, W), on the compiled path or not."""
+    """``steps`` steps of ``runs`` from a random (theta, W), on the compiled path or not (the
+    program counts its compiled steps in ``compiled_steps``)."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fermi_sums(*args, **kwargs)
+
     with monkeypatch.context() as patch:
+        patch.setattr(dpfermi, "fermi_sums", counted)
         if not compiled:
             patch.setattr(dpfermi, "sparse_rows_supported", lambda *args: False)
         program, batches, *_ = method.build(data, runs, CPU)
@@ -48,14 +57,15 @@ def _train(method, data, runs, steps, compiled, monkeypatch):
         program.w = program._project(torch.randn(program.w.shape, generator=generator))
         for _ in range(steps):
             program.step(*next(batches))
+    program.compiled_steps = len(calls)
     return program
 
 
 CASES = [
     (NonPrivateFermi(), {"fairness": "demographic_parity"}, float("inf"), 2, 2),
-    (NonPrivateFermi(), {"fairness": "equalized_odds"}, float("inf"), 3, 3),
+    (NonPrivateFermi(), {"fairness": "equalized_odds"}, float("inf"), 2, 3),
     (DpFermi(), {"fairness": "demographic_parity", "clip": 0.3, "clip_w": 0.2}, 4.0, 2, 2),
-    (DpFermi(), {"fairness": "equalized_odds", "clip": 0.3, "clip_w": 0.2}, 4.0, 3, 2),
+    (DpFermi(), {"fairness": "equalized_odds", "clip": 0.3, "clip_w": 0.2}, 4.0, 2, 3),
     (DpFermi(), {"fairness": "demographic_parity", "clip": 0.05,
                  "privacy": "sensitive_attribute"}, 4.0, 2, 3),
     (DpFermi(), {"fairness": "equalized_odds", "clip": 0.05,
@@ -67,13 +77,13 @@ CASES = [
 def test_compiled_step_equals_the_torch_step(method, grid, eps, classes, groups, monkeypatch):
     """Same sums, same noise streams, same updates: the two paths agree to float rounding over
     several steps, in every privacy mode (the clippings bind at these clip values), for
-    demographic parity and equalized odds, binary and 3-class labels, 2 or 3 groups."""
+    demographic parity and equalized odds, 2 or 3 groups."""
     data = _sparse_table(classes=classes, groups=groups)
     runs = expand_runs([0, 1], eps, 1e-5, {"lam": [0.5, 4.0], "batch_size": 60, "epochs": 2,
                                            "lr": 0.5, "lr_w": 0.5, **grid})
     compiled = _train(method, data, runs, 5, True, monkeypatch)
     reference = _train(method, data, runs, 5, False, monkeypatch)
-    assert compiled.linear
+    assert (compiled.compiled_steps, reference.compiled_steps) == (5, 0)
     for key, value in reference.state.items():
         torch.testing.assert_close(compiled.state[key], value, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(compiled.w, reference.w, rtol=1e-4, atol=1e-5)
@@ -92,6 +102,24 @@ def test_a_run_gets_the_same_bits_alone_and_among_others(method, grid, eps, clas
         alone = method.fit(data, [runs[r]], CPU)
         for key, value in alone.state.items():
             assert torch.equal(batched.state[key][r], value[0])
+
+
+def test_multinomial_logistic_regression_takes_the_torch_path(monkeypatch):
+    """The compiled sums are written for two classes: 3-class logistic regression runs the torch
+    step (and trains), and the compiled sums refuse more than one logit."""
+    data = _sparse_table(classes=3)
+    runs = expand_runs([0], 4.0, 1e-5, {"lam": 2.0, "batch_size": 60, "epochs": 2, "lr": 0.5,
+                                        "lr_w": 0.5, "clip": 0.3, "clip_w": 0.2})
+    program = _train(DpFermi(), data, runs, 3, True, monkeypatch)
+    assert program.linear and not program.compiled and program.compiled_steps == 0
+    assert program.state["weight"].shape[1] == 3
+    assert torch.isfinite(program.state["weight"]).all()
+    rows = RowGatherer(torch.as_tensor(data.x_train)).take(torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="binary logistic regression"):
+        fermi_sums(rows, torch.ones(len(data.y_train)), torch.ones(1, 4, dtype=torch.bool),
+                   *(torch.as_tensor(v) for v in (data.y_train, data.s_train, data.y_train)),
+                   program.state, program.w, program.p_s, program.lam, program.clip,
+                   program.clip_w, 1)
 
 
 def test_nonzeros_are_the_rows_in_column_order_padded_with_zeros():

@@ -423,9 +423,10 @@ class FermiProgram:
     """State (theta, W) and random streams of R DP-FERMI runs; :meth:`step` is Algorithm 1's
     loop body (lines 4-6) for all of them, in the mode the plans describe.
 
-    Logistic regression on the CPU (every mode but code v1) computes both gradient sums in one
-    compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`); networks, code v1 and other
-    devices take the torch path below, which the tests hold the compiled one to."""
+    Binary logistic regression on the CPU (every mode but code v1) computes both gradient sums
+    in one compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`); multinomial logistic
+    regression, networks, code v1 and other devices take the torch path below, which the tests
+    hold the compiled one to."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[Plan], counts: np.ndarray,
@@ -437,16 +438,17 @@ class FermiProgram:
         self.model = batched_model(data, params[0]["model"],
                                    1 if self.classes == 2 else self.classes)
         self.state = self.model.init_state(runs, device, seeds)
-        # logistic regression in the paper's form: eligible for the compiled step
+        # logistic regression in the paper's form; binary labels take the compiled step
         self.linear = isinstance(self.model, BatchedLogisticRegression) and not faithful
+        self.compiled = self.linear and self.classes == 2
         self.rows = training_rows(data, device)
-        self.y = torch.as_tensor(data.y_train, device=device)
-        self.s = torch.as_tensor(data.s_train, device=device)
+        # labels, attributes, cells: one copy, compact codes (the compiled step reads them)
+        self.y, self.s = (compact_codes(torch.as_tensor(v, device=device))
+                          for v in (data.y_train, data.s_train))
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
         self.groups = counts.shape[1]
         if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
             self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
-            self.codes = tuple(compact_codes(t) for t in (self.y, self.s, self.cells))
         self.clip_mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
             privacy, CLIP_NONE)
 
@@ -494,11 +496,11 @@ class FermiProgram:
         this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
         (theta_t, W_t); ``divisor`` turns sums into averages."""
         x = self.rows.take(index)
-        if self.linear and sparse_rows_supported(x, self.state["weight"],
+        if self.compiled and sparse_rows_supported(x, self.state["weight"],
                                                  self.state["bias"], self.w, self.p_s):
             self._compiled_step(x, mask, divisor)
             return
-        y, s, cells = (batch_values(t, index) for t in (self.y, self.s, self.cells))
+        y, s, cells = (batch_values(t, index).long() for t in (self.y, self.s, self.cells))
         attributes = F.one_hot(s, self.groups)[..., :self.columns].to(torch.float32)
         members = [cells == cell for cell in range(self.w.shape[1])]
         weights = self.lam.view(-1, 1) * self._cell_weights(cells, mask, divisor)  # (R, B)
@@ -520,10 +522,11 @@ class FermiProgram:
             for cell, member in enumerate(members)], dim=1), divisor)  # (R, C, k, l)
 
     def _compiled_step(self, x: IndexedRows, mask: torch.Tensor, divisor: float) -> None:
-        """:meth:`step` for logistic regression on the CPU: both gradient sums in one compiled
-        pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and updates."""
-        sums = fermi_sums(x, self.x_norm, mask, *self.codes, self.state, self.w, self.p_s,
-                          self.lam, self.clip, self.clip_w, self.clip_mode)
+        """:meth:`step` for binary logistic regression on the CPU: both gradient sums in one
+        compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and
+        updates."""
+        sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state, self.w,
+                          self.p_s, self.lam, self.clip, self.clip_w, self.clip_mode)
         noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
                              noise_std=self.theta_std * divisor, generators=self.noise,
                              step_size=self.lr / divisor)

@@ -1,4 +1,5 @@
-"""DP-FERMI's gradient sums for logistic regression in one compiled pass per example (CPU).
+"""DP-FERMI's gradient sums for binary logistic regression in one compiled pass per example
+(CPU).
 
 The torch path of :class:`~dpminimax.algorithms.dpfermi.FermiProgram` computes a step of
 Algorithm 1 (lines 4-6) as about 35 tensor operations over all R x B examples: logits, softmax,
@@ -11,16 +12,16 @@ kernel makes no temporary of that size and reads only the non-zeros of each samp
 
 for every run r (in parallel) and every included example i of its batch, in order,
 
-* ``z = <x_i, theta_r> + b_r`` over the row's non-zeros (float64),
-  F_i = softmax of the class logits (binary: of [0, z]);
+* ``z = <x_i, theta_r> + b_r`` over the row's non-zeros (float64), F_i = [p0, p1] =
+  softmax([0, z]) (labels in {0, 1}: every tabular experiment; multinomial logistic regression
+  takes the torch path);
 * the parts of ``c_ij = dpsi_i/dF_ij`` (:mod:`dpminimax.algorithms.ermi`):
   ``-(W^T W)_jj`` and ``2 W_{s_i j} / sqrt(P_S(s_i))`` with the W and P_S of the example's cell
   (demographic parity: one cell; equalized odds: its label);
-* through the softmax, ``F_im (c_im - <c_i, F_i>)`` for each part; sensitive-attribute mode clips
-  the s-dependent part to ``clip`` (spec 001 §11 item 3, gradient norm times ||[x_i, 1]||);
-* the theta residual ``F_i - onehot(y_i) + lam (both parts)`` (its last K entries), clipped to
-  ``clip`` with the norm ``||residual|| ||[x_i, 1]||`` in example mode, accumulated as
-  ``residual ⊗ [x_i, 1]``;
+* through the softmax, ``p1 (c_i1 - <c_i, F_i>)`` for each part; sensitive-attribute mode
+  clips the s-dependent part to ``clip`` (spec 001 §11 item 3, its size times ||[x_i, 1]||);
+* the theta residual ``p1 - y_i + lam (both parts)``, clipped to ``clip`` with the norm
+  ``|residual| ||[x_i, 1]||`` in example mode, accumulated as ``residual [x_i, 1]``;
 * the W weight ``a_i = lam``, clipped in example mode so that ``||a_i grad_W psi_i|| <= clip_w``
   (the closed-form norm of :func:`~dpminimax.algorithms.ermi.psi_grad_w_norms`), accumulated as
   ``2 a_i (u_i 1^T - W) diag(F_i)`` (Lemma D.1) through its two sums.
@@ -34,7 +35,9 @@ example after example in batch order, skipping padding, with no fast-math flag; 
 depends on R, on B, on the run's position or on the thread, so a run gets the same bits alone as
 among others (tested bit for bit). The loop has three passes over the run's batch (logits,
 per-example scalars, accumulation), so that the row reads of consecutive examples do not wait on
-each other's arithmetic.
+each other's arithmetic. The per-example scalars are written for two classes, in registers: the
+earlier K-class loop over small arrays took 2.7 ms where this takes 2.0-2.1 (captured paper-scale
+sums, R = 90 on Adult; same bits).
 """
 
 from __future__ import annotations
@@ -86,71 +89,50 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 lam, clip, clip_w, mode, grad_weight, grad_bias,
                 grad_w):  # pragma: no cover - compiled
     runs = index.shape[0]
-    classes = weight.shape[1]
+    # l = 2, but read from W: with a literal 2 here, every compiled kernel run afterwards on
+    # the worker threads got ~30x slower at its libm calls (the Poisson inversion 0.25 ->
+    # 7.5 ms; measured on the development machine, gone when compiled for AVX2 only, so
+    # probably AVX-512 register state left dirty by the vectorised constant-length loops)
     n_cells, groups, probs_len = w.shape[1], w.shape[2], w.shape[3]
-    offset = probs_len - classes                       # binary: F = [1 - p, p], one logit
     for r in numba.prange(runs):
         inv_sqrt_p, independent, sensitive, distance = _cell_tables(w, p_s, r)
         rows, count = included_rows(index, mask, r)
-        logits = np.zeros((count, probs_len))
-        dots = np.empty(count)
-        for m in range(classes):                       # independent rows: loads overlap
-            sparse_dots(columns, values, rows, count, weight, r, m, dots)
-            for b in range(count):
-                logits[b, offset + m] = dots[b] + float(bias[r, m])
-        scaled = np.empty((count, classes))            # clipped theta residuals
+        logits = np.empty(count)
+        sparse_dots(columns, values, rows, count, weight, r, 0, logits)
+        scaled = np.empty((count, 1))                  # clipped theta residuals
         acc_u = np.zeros((n_cells, groups, probs_len))   # sum_i a_i u_i F_i^T
         acc_f = np.zeros((n_cells, probs_len))           # sum_i a_i F_i
-        probs = np.empty(probs_len)
-        residual = np.empty(classes)
         lam_r, clip_r, clip_w_r = float(lam[r]), float(clip[r]), float(clip_w[r])
+        bias_r = float(bias[r, 0])
         for b in range(count):
             i = rows[b]
-            largest = logits[b, 0]
-            for j in range(1, probs_len):
-                largest = max(largest, logits[b, j])
-            total = 0.0
-            for j in range(probs_len):
-                probs[j] = math.exp(logits[b, j] - largest)
-                total += probs[j]
-            for j in range(probs_len):
-                probs[j] /= total
+            z = logits[b] + bias_r                     # F = softmax([0, z]) = [p0, p1]
+            largest = max(0.0, z)
+            e0, e1 = math.exp(0.0 - largest), math.exp(z - largest)
+            total = e0 + e1
+            p0, p1 = e0 / total, e1 / total
             cell, group = cells[i], s[i]
-            mean_independent = 0.0
-            mean_sensitive = 0.0
-            for j in range(probs_len):
-                mean_independent += independent[cell, j] * probs[j]
-                mean_sensitive += sensitive[cell, group, j] * probs[j]
+            mean_independent = independent[cell, 0] * p0 + independent[cell, 1] * p1
+            mean_sensitive = sensitive[cell, group, 0] * p0 + sensitive[cell, group, 1] * p1
             sensitive_scale = 1.0
-            if mode == CLIP_SENSITIVE:
-                norm = 0.0
-                for m in range(classes):
-                    part = probs[offset + m] * (sensitive[cell, group, offset + m]
-                                                - mean_sensitive)
-                    norm += part * part
-                sensitive_scale = clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
-            norm = 0.0
-            for m in range(classes):
-                j = offset + m
-                fair = (probs[j] * (independent[cell, j] - mean_independent)
-                        + sensitive_scale * probs[j] * (sensitive[cell, group, j]
-                                                        - mean_sensitive))
-                residual[m] = probs[j] - (1.0 if y[i] == j else 0.0) + lam_r * fair
-                norm += residual[m] * residual[m]
+            if mode == CLIP_SENSITIVE:                 # the s-dependent part, to clip
+                part = p1 * (sensitive[cell, group, 1] - mean_sensitive)
+                sensitive_scale = clip_factor(abs(part) * row_norms[i], clip_r)
+            fair = (p1 * (independent[cell, 1] - mean_independent)
+                    + sensitive_scale * p1 * (sensitive[cell, group, 1] - mean_sensitive))
+            residual = p1 - (1.0 if y[i] == 1 else 0.0) + lam_r * fair
             factor = 1.0
-            if mode == CLIP_EXAMPLE:
-                factor = clip_factor(math.sqrt(norm) * row_norms[i], clip_r)
-            for m in range(classes):
-                scaled[b, m] = factor * residual[m]
+            if mode == CLIP_EXAMPLE:                   # the whole theta gradient, to clip
+                factor = clip_factor(abs(residual) * row_norms[i], clip_r)
+            scaled[b, 0] = factor * residual
             a = lam_r
             if mode == CLIP_EXAMPLE:           # ||grad_W psi_i|| = 2 sqrt(sum_j F_j^2 dist_j)
-                norm = 0.0
-                for j in range(probs_len):
-                    norm += probs[j] * probs[j] * distance[cell, group, j]
+                norm = p0 * p0 * distance[cell, group, 0] + p1 * p1 * distance[cell, group, 1]
                 a *= clip_factor(abs(a) * 2.0 * math.sqrt(norm), clip_w_r)
-            for j in range(probs_len):
-                acc_u[cell, group, j] += a * probs[j] * inv_sqrt_p[cell, group]
-                acc_f[cell, j] += a * probs[j]
+            acc_u[cell, group, 0] += a * p0 * inv_sqrt_p[cell, group]
+            acc_u[cell, group, 1] += a * p1 * inv_sqrt_p[cell, group]
+            acc_f[cell, 0] += a * p0
+            acc_f[cell, 1] += a * p1
         store_outer_sums(columns, values, rows, count, scaled, r, grad_weight, grad_bias)
         for c in range(n_cells):
             for g in range(groups):
@@ -161,8 +143,8 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
 
 @dataclass(frozen=True)
 class FermiSums:
-    """The un-noised sums of one step: theta's ``weight`` (R, K, d) and ``bias`` (R, K), and
-    ``sum_i a_i grad_W psi_i`` (R, C, k, l)."""
+    """The un-noised sums of one step: theta's ``weight`` (R, 1, d) and ``bias`` (R, 1), and
+    ``sum_i a_i grad_W psi_i`` (R, C, k, 2)."""
 
     weight: torch.Tensor
     bias: torch.Tensor
@@ -175,14 +157,18 @@ def fermi_sums(rows: IndexedRows, row_norms: torch.Tensor, mask: torch.Tensor,
                lam: torch.Tensor, clip: torch.Tensor, clip_w: torch.Tensor,
                mode: int) -> FermiSums:
     """The (clipped) per-example gradient sums of Alg. 1 lines 5-6 for the batch ``rows``
-    (R, B) / ``mask``, given for the whole training set ``||[x_i, 1]||`` (``row_norms``), the
-    labels ``y``, attributes ``s`` and cells ``cells`` (n,; any integer dtype, best
-    :func:`~dpminimax.kernels.gather.compact_codes`); ``w`` (R, C, k, l), ``p_s``
+    (R, B) / ``mask`` of binary logistic regression (theta: ``weight`` (R, 1, d), ``bias``
+    (R, 1)), given for the whole training set ``||[x_i, 1]||`` (``row_norms``), the labels
+    ``y`` in {0, 1}, attributes ``s`` and cells ``cells`` (n,; any integer dtype, best
+    :func:`~dpminimax.kernels.gather.compact_codes`); ``w`` (R, C, k, 2), ``p_s``
     (R, C, k), per-run ``lam``, ``clip``, ``clip_w`` (R,); ``mode`` one of
     :data:`CLIP_NONE`, :data:`CLIP_EXAMPLE`, :data:`CLIP_SENSITIVE`. Check
     :func:`~dpminimax.kernels.sparse_rows.sparse_rows_supported` (rows, theta, W, P_S) first.
     The float64 sums are stored rounded to the data's dtype."""
     weight, bias = state["weight"], state["bias"]
+    if weight.shape[1] != 1 or w.shape[-1] != 2:
+        raise ValueError(f"fermi_sums is for binary logistic regression (one logit, l = 2); "
+                         f"got {weight.shape[1]} logits and l = {w.shape[-1]}")
     grad_weight, grad_bias, grad_w = (torch.empty_like(t) for t in (weight, bias, w))
     use_torch_threads()
     columns, values = rows.gatherer.nonzeros()
