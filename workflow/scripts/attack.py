@@ -1,8 +1,12 @@
 """Snakemake adapter: rule attack -> dpminimax.api.attack."""
 
-from pathlib import Path
+from dpminimax.threads import reserve_threads
 
-from dpminimax import api
+reserve_threads(snakemake.threads)  # before anything imports numba (dpminimax.threads)
+
+from pathlib import Path  # noqa: E402
+
+from dpminimax import api  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     api.set_threads(snakemake.threads)

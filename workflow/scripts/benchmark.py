@@ -1,8 +1,12 @@
 """Snakemake adapter: rule benchmark -> dpminimax.api.benchmark_table2 (the only one so far)."""
 
-from pathlib import Path
+from dpminimax.threads import reserve_threads
 
-from dpminimax import api
+reserve_threads(snakemake.threads)  # before anything imports numba (dpminimax.threads)
+
+from pathlib import Path  # noqa: E402
+
+from dpminimax import api  # noqa: E402
 
 BENCHMARKS = {"table2": api.benchmark_table2}
 

@@ -1,0 +1,31 @@
+"""A job's thread budget, fixed before numba starts its thread pool.
+
+numba sizes its pool once, from ``NUMBA_NUM_THREADS`` as read when numba is imported (default:
+every core); ``numba.set_num_threads`` can later only mask threads out, and the masked pool
+threads still take CPU time. The workflow runs one-thread jobs side by side
+(``workflow/profiles/default``), and with numba's default pool they fought over the cores:
+measured on the development machine, two such jobs of Tran et al. 2021a's paper-scale Adult
+program took 57-140 ms per step each, against 6.6-6.9 ms with a one-thread pool (4.4 ms for
+one job alone). So the workflow's job scripts call :func:`reserve_threads` before anything
+imports numba; torch's threads are set afterwards (:func:`dpminimax.api.set_threads`).
+
+This module imports nothing heavy, so that it can run first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def reserve_threads(threads: int) -> int:
+    """Size numba's thread pool for a job given ``threads`` cores (at least 1) and return the
+    count. Must run before numba is imported: afterwards the pool size is fixed, so this
+    raises instead of leaving a pool that oversubscribes the job's cores."""
+    threads = max(1, int(threads))
+    if "numba" in sys.modules:
+        raise RuntimeError(
+            "reserve_threads must run before numba is imported (numba sizes its thread pool "
+            "once, at import); call it first in the job script")
+    os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    return threads

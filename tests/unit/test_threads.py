@@ -1,0 +1,39 @@
+"""A job's numba thread pool is sized before numba starts it (dpminimax.threads)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from dpminimax.threads import reserve_threads
+
+FRESH_JOB = """
+from dpminimax.threads import reserve_threads
+count = reserve_threads({threads})
+import numba
+import numpy as np
+
+@numba.njit(parallel=True)
+def threads_used(n):
+    seen = np.zeros(64, np.int64)
+    for i in numba.prange(n):
+        seen[numba.get_thread_id()] = 1
+    return seen.sum()
+
+print(count, numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(), threads_used(10_000))
+"""
+
+
+@pytest.mark.parametrize(("threads", "expected"), [(1, "1 1 1 1"), (0, "1 1 1 1"),
+                                                    (2, "2 2 2")])
+def test_a_fresh_job_gets_a_pool_of_its_threads(threads, expected):
+    out = subprocess.run([sys.executable, "-c", FRESH_JOB.format(threads=threads)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert " ".join(out).startswith(expected), out
+
+
+def test_refuses_once_numba_has_sized_its_pool():
+    import numba  # noqa: F401  (this test process has numba already)
+
+    with pytest.raises(RuntimeError, match="before numba is imported"):
+        reserve_threads(1)
