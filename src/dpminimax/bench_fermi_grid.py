@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -76,11 +80,13 @@ def _timing_job(method: str, experiments_file: str | Path) -> Job:
 
 def time_method(method: str, steps: int = 30, warmup: int = 3,
                 experiments_file: str | Path = "papers/dpfermi/experiments.yaml",
-                runs: int | None = None, batch: int | None = None) -> dict[str, float]:
+                runs: int | None = None, batch: int | None = None,
+                ready: Callable[[], None] | None = None) -> dict[str, float]:
     """Mean seconds per step of ``method``'s paper-scale Adult program over at least one epoch
     of steps (``steps`` or more, after ``warmup``), so that work done once per epoch (PF-LD's
     full-data dual step) is charged too; optionally with only the first ``runs`` runs or another
-    ``batch`` size, for quick checks."""
+    ``batch`` size, for quick checks. ``ready`` (if given) is called once after the warm-up, just
+    before the timed steps (:func:`time_method_side_by_side` starts its jobs together there)."""
     retain_freed_memory()
     job = _timing_job(method, experiments_file)
     params = dict(job.params) if batch is None else {**job.params, "batch_size": batch}
@@ -91,6 +97,8 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
     stamps: list[float] = []
 
     def monitor(step, model, state) -> None:
+        if ready is not None and len(stamps) == warmup:
+            ready()
         stamps.append(time.perf_counter())
         if len(stamps) > warmup + steps:
             raise _Enough
@@ -103,14 +111,67 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
             "example_gradients_per_second": len(specs) * expected_batch / seconds}
 
 
-def run_fermi_grid_benchmark(steps: int = 30) -> dict:
+#: A one-thread job timing one method, started by :func:`time_method_side_by_side`: it says
+#: "ready" after the warm-up and starts timing when it reads a line.
+_SIDE_JOB = """
+import json, sys
+from dpminimax.threads import reserve_threads
+reserve_threads(1)
+import torch
+torch.set_num_threads(1)
+from dpminimax.bench_fermi_grid import time_method
+
+def ready():
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+print(json.dumps(time_method({method!r}, steps={steps}, runs={runs}, batch={batch},
+                             ready=ready)), flush=True)
+"""
+
+
+def time_method_side_by_side(method: str, steps: int = 30, jobs: int = 2,
+                             runs: int | None = None,
+                             batch: int | None = None) -> dict[str, float]:
+    """``method`` timed as the workflow's default profile runs it: ``jobs`` one-thread
+    processes (numba pool and torch on one thread, :mod:`dpminimax.threads`) side by side, each
+    :func:`time_method` (``steps``, ``runs``, ``batch``), warmed up, then timed from the same
+    moment. The machine's throughput is the sum of theirs; ``seconds_per_step`` is their mean
+    step time."""
+    code = _SIDE_JOB.format(method=method, steps=steps, runs=runs, batch=batch)
+    processes = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for _ in range(jobs)]
+    for process in processes:                     # every job warmed up ...
+        if process.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"side-by-side timing job for {method!r} failed to start")
+    for process in processes:                     # ... then all start timing at once
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    results = []
+    for process in processes:
+        out, _ = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"side-by-side timing job for {method!r} failed")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return {"seconds_per_step": sum(r["seconds_per_step"] for r in results) / jobs,
+            "runs": results[0]["runs"], "batch": results[0]["batch"], "jobs": jobs,
+            "steps_timed": min(r["steps_timed"] for r in results),
+            "example_gradients_per_second": sum(r["example_gradients_per_second"]
+                                                for r in results)}
+
+
+def run_fermi_grid_benchmark(steps: int = 30, jobs: int | None = None) -> dict:
     """The grid's work per method, every method's measured throughput and the estimated
-    minutes (target <= 10)."""
+    minutes (target <= 10): each method timed as one process on all of torch's threads, or,
+    with ``jobs``, as that many one-thread jobs side by side (the workflow's default)."""
     work = grid_work()
-    timing = {method: time_method(method, steps=steps) for method in work}
+    timing = {method: (time_method(method, steps=steps) if jobs is None
+                       else time_method_side_by_side(method, steps=steps, jobs=jobs))
+              for method in work}
     minutes = {method: work[method] / timing[method]["example_gradients_per_second"] / 60.0
                for method in work}
     return {"work_per_method": work, "example_gradients": sum(work.values()),
             "timing_per_method": timing, "minutes_per_method": minutes,
             "estimated_minutes": sum(minutes.values()), "target_minutes": 10.0,
-            "threads": torch.get_num_threads()}
+            "threads": 1 if jobs else torch.get_num_threads(), "jobs": jobs or 1}

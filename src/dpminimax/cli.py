@@ -100,7 +100,7 @@ def _bench(args: argparse.Namespace) -> None:
     elif args.suite == "fermi-grid":
         from dpminimax.bench_fermi_grid import run_fermi_grid_benchmark
 
-        result = run_fermi_grid_benchmark(steps=args.repeats)
+        result = run_fermi_grid_benchmark(steps=args.repeats, jobs=args.jobs)
     elif args.suite == "jagielski":
         from dpminimax.bench_jagielski import run_jagielski_benchmark
 
@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--mode", choices=["estimate", "full"], default="estimate",
                        help="tuning: time the protocol end to end or estimate it")
     bench.add_argument("--configs", type=int, default=40, help="tuning: phase-1 configurations")
+    bench.add_argument("--jobs", type=int, default=None,
+                       help="fermi-grid: time every method as this many one-thread jobs side "
+                            "by side (the workflow's default profile) instead of one process")
     bench.add_argument("--datasets", nargs="+", default=None, help="tuning: datasets")
     bench.add_argument("--epsilons", nargs="+", default=None, help="tuning: epsilons")
     bench.set_defaults(handler=_bench)

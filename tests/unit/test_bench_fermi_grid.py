@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dpminimax.bench_fermi_grid import grid_work, time_method
+from dpminimax.bench_fermi_grid import grid_work, time_method, time_method_side_by_side
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 
@@ -35,3 +35,14 @@ def test_every_method_is_timed_through_its_own_fit(n_adult, method):
     assert timing["steps_timed"] >= math.ceil(n_adult / 64)     # one epoch: per-epoch work too
     assert timing["example_gradients_per_second"] == pytest.approx(
         3 * 64 / timing["seconds_per_step"])
+
+
+def test_side_by_side_jobs_are_timed_together_and_their_throughputs_summed(n_adult):
+    timing = time_method_side_by_side("tran2021a", steps=2, jobs=2, runs=3, batch=64)
+    assert timing["jobs"] == 2 and timing["runs"] == 3
+    assert timing["steps_timed"] >= math.ceil(n_adult / 64)
+    # the machine's throughput is the sum of the jobs' (3 x 64 / each one's step time), which
+    # is at least two jobs at the mean step time (AM-HM), equal when the jobs are equally fast;
+    # one job's throughput alone would be about half of it
+    assert timing["example_gradients_per_second"] >= (
+        2 * 3 * 64 / timing["seconds_per_step"] * (1 - 1e-9))
