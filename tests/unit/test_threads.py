@@ -37,3 +37,21 @@ def test_refuses_once_numba_has_sized_its_pool():
 
     with pytest.raises(RuntimeError, match="before numba is imported"):
         reserve_threads(1)
+
+
+KEEPS_TORCH_THREADS = """
+import torch
+torch.set_num_threads(1)
+from dpminimax.kernels.rowwise import row_softmax
+row_softmax(torch.randn(64, 3))       # starts numba's pool (every core by default)
+import numba
+print(torch.get_num_threads(), numba.get_num_threads())
+"""
+
+
+def test_starting_the_compiled_loops_keeps_torchs_thread_count():
+    """numba's OpenMP pool, started on first use, used to reset torch's thread count to the
+    pool's size; a job told to use one thread then ran torch on every core."""
+    out = subprocess.run([sys.executable, "-c", KEEPS_TORCH_THREADS], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1"]

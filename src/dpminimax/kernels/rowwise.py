@@ -150,5 +150,10 @@ def row_softmax(z: torch.Tensor) -> torch.Tensor:
 
 
 def use_torch_threads() -> None:
-    """Run the compiled loops on as many threads as torch uses."""
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    """Run the compiled loops on as many threads as torch uses. numba starts its OpenMP pool on
+    first use and that resets torch's thread count to the pool's size (measured: torch set to
+    1 thread read 2 afterwards on this 2-core machine), so torch's count is put back."""
+    threads = torch.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
