@@ -24,3 +24,11 @@ def test_tuning_protocol_adds_the_tune_and_select_stages(workflow_copy):
     for rule in ("tune", "select_configs"):
         assert f"\n{rule} " in tuned.stdout + tuned.stderr, tuned.stdout
         assert f"\n{rule} " not in plain.stdout + plain.stderr, plain.stdout
+
+
+def test_default_profile_is_picked_up(workflow_copy):
+    """``snakemake`` without ``--profile`` uses workflow/profiles/default: Snakemake looks for
+    ``profiles/default`` beside the Snakefile, which the top-level ``profiles`` link provides."""
+    result = run_snakemake(workflow_copy, "-n", "--quiet", "rules")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Using workflow specific profile profiles/default" in result.stdout + result.stderr

@@ -12,8 +12,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def copy_workflow(dest: Path, papers: bool = True) -> Path:
-    """Copy Snakefile, workflow/ (and papers/) into ``dest`` so results land outside the repo."""
+    """Copy Snakefile, workflow/ (and papers/) into ``dest`` so results land outside the repo,
+    with the top-level ``profiles`` link through which Snakemake finds the default profile."""
     shutil.copy(REPO / "Snakefile", dest / "Snakefile")
+    (dest / "profiles").symlink_to((REPO / "profiles").readlink())
     shutil.copytree(REPO / "workflow", dest / "workflow")
     shutil.copytree(REPO / "envs", dest / "envs")
     if papers:
