@@ -9,7 +9,7 @@ import torch
 
 import dpminimax.algorithms.dpfermi as dpfermi
 from dpminimax.algorithms.base import expand_runs
-from dpminimax.algorithms.dpfermi import DpFermi, NonPrivateFermi
+from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, NonPrivateFermi
 from dpminimax.algorithms.dpfermi_compiled import fermi_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer
@@ -70,6 +70,8 @@ CASES = [
                  "privacy": "sensitive_attribute"}, 4.0, 2, 3),
     (DpFermi(), {"fairness": "equalized_odds", "clip": 0.05,
                  "privacy": "sensitive_attribute"}, 4.0, 2, 2),
+    (DpFermiCode(), {"fairness": "demographic_parity", "clip": 0.05}, 4.0, 2, 2),
+    (DpFermiCode(), {"fairness": "demographic_parity", "clip": 0.05}, 4.0, 2, 3),
 ]
 
 
@@ -102,6 +104,18 @@ def test_a_run_gets_the_same_bits_alone_and_among_others(method, grid, eps, clas
         alone = method.fit(data, [runs[r]], CPU)
         for key, value in alone.state.items():
             assert torch.equal(batched.state[key][r], value[0])
+
+
+def test_code_v1_equalized_odds_takes_the_torch_path(monkeypatch):
+    """Code v1's equalized odds weights each example by its label's realised batch share (an
+    unweighted sum of per-label batch means), which the compiled sums do not take: torch step."""
+    data = _sparse_table(groups=3)
+    runs = expand_runs([0], 4.0, 1e-5, {"lam": 2.0, "batch_size": 60, "epochs": 2, "lr": 0.5,
+                                        "lr_w": 0.5, "clip": 0.05,
+                                        "fairness": "equalized_odds"})
+    program = _train(DpFermiCode(), data, runs, 3, True, monkeypatch)
+    assert program.linear and not program.compiled and program.compiled_steps == 0
+    assert torch.isfinite(program.state["weight"]).all()
 
 
 def test_multinomial_logistic_regression_takes_the_torch_path(monkeypatch):

@@ -423,10 +423,11 @@ class FermiProgram:
     """State (theta, W) and random streams of R DP-FERMI runs; :meth:`step` is Algorithm 1's
     loop body (lines 4-6) for all of them, in the mode the plans describe.
 
-    Binary logistic regression on the CPU (every mode but code v1) computes both gradient sums
-    in one compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`); multinomial logistic
-    regression, networks, code v1 and other devices take the torch path below, which the tests
-    hold the compiled one to."""
+    Binary logistic regression on the CPU computes both gradient sums in one compiled pass
+    (:mod:`dpminimax.algorithms.dpfermi_compiled`; code v1 through :meth:`_kernel_w`);
+    multinomial logistic regression, networks, code v1's equalized odds (per-label batch
+    weights) and other devices take the torch path below, which the tests hold the compiled one
+    to."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[Plan], counts: np.ndarray,
@@ -438,9 +439,9 @@ class FermiProgram:
         self.model = batched_model(data, params[0]["model"],
                                    1 if self.classes == 2 else self.classes)
         self.state = self.model.init_state(runs, device, seeds)
-        # logistic regression in the paper's form; binary labels take the compiled step
-        self.linear = isinstance(self.model, BatchedLogisticRegression) and not faithful
-        self.compiled = self.linear and self.classes == 2
+        # logistic regression with binary labels takes the compiled step
+        self.linear = isinstance(self.model, BatchedLogisticRegression)
+        self.compiled = self.linear and self.classes == 2 and not (faithful and self.eo)
         self.rows = training_rows(data, device)
         # labels, attributes, cells: one copy, compact codes (the compiled step reads them)
         self.y, self.s = (compact_codes(torch.as_tensor(v, device=device))
@@ -449,8 +450,10 @@ class FermiProgram:
         self.groups = counts.shape[1]
         if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
             self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
-        self.clip_mode = {"example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(
-            privacy, CLIP_NONE)
+        # code v1 clips the batch-mean gradient instead (:meth:`_code_descent`)
+        self.clip_mode = CLIP_NONE if faithful else {
+            "example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(privacy,
+                                                                               CLIP_NONE)
 
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)
@@ -525,12 +528,28 @@ class FermiProgram:
         """:meth:`step` for binary logistic regression on the CPU: both gradient sums in one
         compiled pass (:mod:`dpminimax.algorithms.dpfermi_compiled`), then the same noise and
         updates."""
-        sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state, self.w,
-                          self.p_s, self.lam, self.clip, self.clip_w, self.clip_mode)
+        sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state,
+                          self._kernel_w(), self.p_s, self.lam, self.clip, self.clip_w,
+                          self.clip_mode)
+        if self.faithful:
+            self._code_descent(sums.weight, sums.bias, divisor)
+            self._w_step(sums.w[:, :, :1, 1:], divisor)
+            return
         noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
                              noise_std=self.theta_std * divisor, generators=self.noise,
                              step_size=self.lr / divisor)
         self._w_step(sums.w, divisor)
+
+    def _kernel_w(self) -> torch.Tensor:
+        """W in the compiled sums' form (R, C, k, 2). Code v1's 1 x 1 W (F = [p], group 0's
+        column of s) is the full-form W whose only non-zero entry is (group 0, class 1):
+        dpsi/dF_0 is then 0 and only group 0's examples have an s-dependent part, exactly code
+        v1's terms; of the W-gradient sums only that entry, ``[:, :, :1, 1:]``, is code v1's."""
+        if not self.faithful:
+            return self.w
+        embedded = self.w.new_zeros(*self.w.shape[:2], self.groups, 2)
+        embedded[:, :, :1, 1:] = self.w
+        return embedded
 
     def _w_step(self, grad_w: torch.Tensor, divisor: float) -> None:
         """Alg. 1 line 6: noise on the W-gradient sum (R, C, k, l), ascent, projection."""
@@ -604,8 +623,12 @@ class FermiProgram:
                                     step_size=self.lr / divisor, dropout_streams=self.dropout)
             return
         outputs = linear_logits(self.state["weight"], self.state["bias"], x)
-        grad_w, grad_b = clipped_outer_sum(residual(outputs), x, mask,
-                                           torch.full_like(self.clip, math.inf))
+        self._code_descent(*clipped_outer_sum(residual(outputs), x, mask,
+                                              torch.full_like(self.clip, math.inf)), divisor)
+
+    def _code_descent(self, grad_w: torch.Tensor, grad_b: torch.Tensor, divisor: float) -> None:
+        """Code v1's theta step from the un-clipped gradient sums: the batch mean clipped to L,
+        noise sigma_theta, descent."""
         mean = {"weight": grad_w / divisor, "bias": grad_b / divisor}
         norms = per_sample_norms({k: v.unsqueeze(1) for k, v in mean.items()})  # (R, 1)
         factor = clip_factors(norms, self.clip)[:, 0]
