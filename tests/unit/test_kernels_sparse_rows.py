@@ -4,6 +4,7 @@ a run alone as among others."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 from toydata import linear_batch
 
 from dpminimax.kernels.clip import clip_factors
@@ -86,3 +87,10 @@ def test_grouped_sums_compiled_and_torch_forms_agree_and_skip_padding(seed):
             torch.testing.assert_close(compiled[r, c], values[r, members].sum(dim=0))
     alone = grouped_sums(values[1:2].contiguous(), groups[1:2], mask[1:2], 4)
     assert torch.equal(alone[0], compiled[1])
+    ones = torch.cat([torch.ones_like(values[..., :1]), values], dim=-1)
+    with_counts = grouped_sums(values, groups, mask, 4, counts=True)
+    assert torch.equal(with_counts, grouped_sums(ones, groups, mask, 4))   # same bits
+    torch.testing.assert_close(grouped_sums(values.clone().requires_grad_(True), groups, mask, 4,
+                                            counts=True).detach(), with_counts)
+    assert torch.equal(with_counts[..., 0], (F.one_hot(groups, 4) * mask.unsqueeze(-1)).sum(1)
+                       .to(values.dtype))

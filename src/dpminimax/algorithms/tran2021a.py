@@ -263,8 +263,8 @@ class Tran2021aProgram:
         y, groups = batch_values(self.y, index), batch_values(self.s, index)
         logits = linear_logits(self.state["weight"], self.state["bias"], x)
         probs = binary_probs(logits)  # sigmoid, batch-invariant (dpminimax.kernels.rowwise)
-        exact = grouped_sums(torch.cat([torch.ones_like(probs), probs], dim=-1), groups, mask,
-                             self.groups.num_cells)                               # step 1
+        exact = grouped_sums(probs, groups, mask, self.groups.num_cells,
+                             counts=True)                                         # step 1
         histogram = add_noise(exact, self.histogram_std, self.histogram_streams)
         residual = probs - y.to(probs.dtype).unsqueeze(-1) + (
             self.batch * self.gamma).view(-1, 1, 1) * penalty_logit_grad(
