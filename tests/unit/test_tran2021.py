@@ -29,6 +29,7 @@ from dpminimax.algorithms.tran2021b import (
     violation_bound,
     violation_contributions,
 )
+from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits
@@ -496,6 +497,32 @@ def test_pfld_batched_runs_equal_runs_alone(cached_calibration):
             assert torch.equal(together.state[key][r], alone.state[key][0]), (r, key)
     assert not torch.equal(together.state["weight"][0], together.state["weight"][1])
 
+
+
+@pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
+def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibration,
+                                                       monkeypatch):
+    """The compiled primal sums (both releases, clipping binding, multipliers moving after the
+    first epoch's dual step) train runs to the same bits as the torch form, step after step."""
+    data = _biased(n=1200)
+    runs = expand_runs([0, 1], 2.0, 1e-5, {"alpha": [0.0, 0.05], "batch_size": 60,
+                                           "epochs": 3, "fairness": fairness,
+                                           "clip_primal": 0.3, "lr": 0.5})
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return pfld_sums(*args, **kwargs)
+
+    monkeypatch.setattr(tran2021b, "pfld_sums", counted)
+    compiled = Tran2021b().fit(data, runs, DEVICE)
+    steps = len(calls)
+    monkeypatch.setattr(tran2021b, "sparse_rows_supported", lambda *args: False)
+    reference = Tran2021b().fit(data, runs, DEVICE)
+    assert steps == 3 * math.ceil(600 / 60) and len(calls) == steps
+    for key in ("weight", "bias"):
+        assert torch.equal(compiled.state[key], reference.state[key]), key
+    assert torch.linalg.vector_norm(compiled.state["weight"]) > 1e-2
 
 # --- parameter errors -----------------------------------------------------------------------
 

@@ -90,10 +90,11 @@ from dpminimax.algorithms.base import (
 )
 from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
 from dpminimax.algorithms.tran2021a import require_binary
+from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer, batch_values
-from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, private_linear_step
+from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
@@ -317,6 +318,8 @@ class PfldProgram:
         self.counts = add_noise(exact.expand(runs, -1).clone(), sigma * per_run(
             "count_noise_ratio"), [make_generator(s, "counts", device) for s in seeds])
         bound = violation_bound(self.counts, self.parents, self.n)
+        # the gap weights of a member of each cell (R, C', C): fixed by the released counts
+        self.cell_weights = cell_gap_weights(self.counts, self.parents)
         self.clip_primal = per_run("clip_primal")
         self.clip_dual = torch.stack([
             bound[r] if p["clip_dual"] == DUAL_BOUND else torch.tensor(
@@ -333,19 +336,30 @@ class PfldProgram:
         self.dual_noise = [make_generator(s, "dual", device) for s in seeds]
 
     def primal_step(self) -> None:
-        """Both primal releases of one Poisson batch at theta_t, then the descent step."""
+        """Both primal releases of one Poisson batch at theta_t, then the descent step: the
+        clipped sums in one compiled pass (:mod:`dpminimax.algorithms.tran2021b_compiled`, the
+        same bits) where the rows can be read in place, else in torch."""
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         x = self.rows.take(index)
-        y, cells = batch_values(self.y, index), batch_values(self.cells, index)
-        probs = binary_probs(linear_logits(self.state["weight"], self.state["bias"], x))
-        jacobian = constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n)
-        weight, bias = clipped_outer_sum(jacobian, x, mask, self.clip_primal)
-        noisy = add_noise({"weight": weight, "bias": bias}, self.gradient_std,
-                          self.constraint_noise)
+        if sparse_rows_supported(x, self.state["weight"], self.state["bias"],
+                                 self.cell_weights):
+            sums = pfld_sums(x, mask, self.y, self.cells, self.state, self.cell_weights,
+                             self.n, self.clip_primal)
+            loss = {"weight": sums.loss_weight, "bias": sums.loss_bias}
+            jacobian = {"weight": sums.jacobian_weight, "bias": sums.jacobian_bias}
+        else:
+            y, cells = batch_values(self.y, index), batch_values(self.cells, index)
+            probs = binary_probs(linear_logits(self.state["weight"], self.state["bias"], x))
+            loss = dict(zip(("weight", "bias"), clipped_outer_sum(
+                probs - y.to(probs.dtype).unsqueeze(-1), x, mask, self.clip_primal),
+                strict=True))
+            jacobian = dict(zip(("weight", "bias"), clipped_outer_sum(
+                constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n), x,
+                mask, self.clip_primal), strict=True))
+        noisy = add_noise(jacobian, self.gradient_std, self.constraint_noise)
         step = self.lr / self.batch
-        private_linear_step(self.state, probs - y.to(probs.dtype).unsqueeze(-1), x, mask,
-                            clip=self.clip_primal, noise_std=self.gradient_std,
-                            generators=self.noise, step_size=step)
+        noisy_linear_descent(self.state, loss, noise_std=self.gradient_std,
+                             generators=self.noise, step_size=step)
         mu = self.combined_multipliers()
         self.state["weight"] -= step.view(-1, 1, 1) * (mu.unsqueeze(-1) * noisy["weight"]).sum(
             dim=1, keepdim=True)

@@ -114,14 +114,20 @@ def row_logits(weight: torch.Tensor, bias: torch.Tensor,
     return out
 
 
+@numba.njit(cache=True, inline="always")
+def binary_prob(z, zero):  # pragma: no cover - compiled
+    """``softmax([0, z])[1]`` in the dtype of ``z`` and ``zero`` (a 0 of that dtype)."""
+    largest = max(zero, z)
+    first = math.exp(zero - largest)
+    second = math.exp(z - largest)
+    return second / (first + second)
+
+
 @numba.njit(parallel=True, cache=True)
 def _binary_probs(z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     zero = np.zeros(1, dtype=z.dtype)[0]
     for row in numba.prange(z.shape[0]):
-        largest = max(zero, z[row])
-        first = math.exp(zero - largest)
-        second = math.exp(z[row] - largest)
-        out[row] = second / (first + second)
+        out[row] = binary_prob(z[row], zero)
 
 
 def binary_probs(z: torch.Tensor) -> torch.Tensor:
