@@ -32,8 +32,10 @@ from dpminimax.algorithms.tran2021b import (
 from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.grouped import grouped_sums
-from dpminimax.kernels.linear import linear_logits
+from dpminimax.kernels.linear import linear_logits, noisy_linear_descent
+from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import poisson_batches
+from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.metrics import demographic_parity_violation
 from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.events import event_from_dict
@@ -499,27 +501,53 @@ def test_pfld_batched_runs_equal_runs_alone(cached_calibration):
 
 
 
+
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
 def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibration,
                                                        monkeypatch):
     """The compiled primal sums (both releases, clipping binding, multipliers moving after the
-    first epoch's dual step) train runs to the same bits as the torch form, step after step."""
-    data = _biased(n=1200)
-    runs = expand_runs([0, 1], 2.0, 1e-5, {"alpha": [0.0, 0.05], "batch_size": 60,
-                                           "epochs": 3, "fairness": fairness,
-                                           "clip_primal": 0.3, "lr": 0.5})
-    calls = []
+    first epoch's dual step) are the torch form's bits at every step: every value handed to
+    the noise (before it is added, where noise would hide the last bits) and the end states."""
 
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return pfld_sums(*args, **kwargs)
+    def fit(compiled: bool):
+        released, calls = [], []
 
-    monkeypatch.setattr(tran2021b, "pfld_sums", counted)
-    compiled = Tran2021b().fit(data, runs, DEVICE)
-    steps = len(calls)
-    monkeypatch.setattr(tran2021b, "sparse_rows_supported", lambda *args: False)
-    reference = Tran2021b().fit(data, runs, DEVICE)
-    assert steps == 3 * math.ceil(600 / 60) and len(calls) == steps
+        def record(values):
+            released.extend(v.clone() for v in (
+                values.values() if isinstance(values, dict) else [values]))
+
+        def noised(values, *args, **kwargs):
+            record(values)
+            return add_noise(values, *args, **kwargs)
+
+        def descended(state, sums, **kwargs):
+            record(sums)
+            return noisy_linear_descent(state, sums, **kwargs)
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            return pfld_sums(*args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(tran2021b, "pfld_sums", counted)
+            patch.setattr(tran2021b, "add_noise", noised)
+            patch.setattr(tran2021b, "noisy_linear_descent", descended)
+            if not compiled:   # the primal check (theta and the gap-weight table) only:
+                # the per-epoch dual release keeps its own sparse logits in both fits
+                patch.setattr(tran2021b, "sparse_rows_supported",
+                              lambda rows, *tensors: len(tensors) != 3 and
+                              sparse_rows_supported(rows, *tensors))
+            runs = expand_runs([0, 1], 2.0, 1e-5, {
+                "alpha": [0.0, 0.05], "batch_size": 60, "epochs": 3, "fairness": fairness,
+                "clip_primal": 0.3, "lr": 0.5})
+            return Tran2021b().fit(_biased(n=1200), runs, DEVICE), released, len(calls)
+
+    compiled, compiled_sums, steps = fit(True)
+    reference, reference_sums, none = fit(False)
+    assert steps == 3 * math.ceil(600 / 60) and none == 0
+    assert len(compiled_sums) == len(reference_sums) > 4 * steps
+    for ours, theirs in zip(compiled_sums, reference_sums, strict=True):
+        assert torch.equal(ours, theirs)
     for key in ("weight", "bias"):
         assert torch.equal(compiled.state[key], reference.state[key]), key
     assert torch.linalg.vector_norm(compiled.state["weight"]) > 1e-2

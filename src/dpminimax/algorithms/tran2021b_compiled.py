@@ -26,7 +26,6 @@ own rows and parameters, so a run gets the same bits alone as among others.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numba
@@ -36,8 +35,8 @@ import torch
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import binary_prob, use_torch_threads
 from dpminimax.kernels.sparse_rows import (
-    clip_factor,
     included_rows,
+    outer_clip_factor,
     sparse_dots,
     store_outer_sums,
 )
@@ -68,19 +67,17 @@ def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, 
             p = binary_prob(logits[b], typed[2])
             label[0] = y[i]
             loss[b] = p - label[0]
-            x_norm = float(row_norms[i])
-            x_scale = math.sqrt(x_norm * x_norm + 1.0)
-            residual = float(loss[b])
-            factor = clip_factor(math.sqrt(residual * residual) * x_scale, clip_r)
-            loss_scaled[b, 0] = factor * residual
+            norm = 0.0
+            norm += loss[b] * loss[b]
+            loss_scaled[b, 0] = outer_clip_factor(norm, row_norms[i], clip_r) * loss[b]
             norm = 0.0
             for c in range(num_cells):
                 jacobian[c] = (typed[0] * table[r, cells[i], c]) * p
                 jacobian[c] = jacobian[c] * (typed[1] - p)
-                norm += float(jacobian[c]) * float(jacobian[c])
-            factor = clip_factor(math.sqrt(norm) * x_scale, clip_r)
+                norm += jacobian[c] * jacobian[c]
+            factor = outer_clip_factor(norm, row_norms[i], clip_r)
             for c in range(num_cells):
-                jacobian_scaled[b, c] = factor * float(jacobian[c])
+                jacobian_scaled[b, c] = factor * jacobian[c]
         store_outer_sums(columns, values, rows, count, loss_scaled, r, loss_weight, loss_bias)
         store_outer_sums(columns, values, rows, count, jacobian_scaled, r, jacobian_weight,
                          jacobian_bias)

@@ -44,6 +44,16 @@ def clip_factor(norm, bound):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always")
+def outer_clip_factor(squared_norm, x_norm, bound):  # pragma: no cover - compiled
+    """The clip factor of ``r_i ⊗ [x_i, 1]``: :func:`clip_factor` of ``||r_i|| ||[x_i, 1]||``
+    from ``squared_norm`` = ||r_i||^2 (a float64) and the row's ``x_norm`` = ||x_i||. Every
+    clipped outer sum computes it through this one expression, so that they give the same bits
+    (numba's ``float()`` of a float32 is still a float32, and ``math.sqrt`` of a float32 rounds
+    to float32: the operand types decide the bits)."""
+    return clip_factor(math.sqrt(squared_norm) * math.sqrt(x_norm * x_norm + 1.0), bound)
+
+
+@numba.njit(cache=True, inline="always")
 def sparse_dot(columns, values, i, weight, r, m):  # pragma: no cover - compiled
     """``<x_i, weight[r, m]>`` over row i's non-zeros (float64)."""
     z = 0.0
@@ -147,9 +157,7 @@ def _sparse_clipped_outer_sum(columns, values, row_norms, index, mask, residual,
             norm = 0.0
             for m in range(classes):
                 norm += float(residual[r, b, m]) * float(residual[r, b, m])
-            x_norm = float(row_norms[index[r, b]])
-            norm = math.sqrt(norm) * math.sqrt(x_norm * x_norm + 1.0)
-            factor = clip_factor(norm, clip[r])
+            factor = outer_clip_factor(norm, row_norms[index[r, b]], clip[r])
             for m in range(classes):
                 scaled[position, m] = factor * float(residual[r, b, m])
             position += 1
