@@ -12,7 +12,7 @@ kernel makes no temporary of that size and reads only the non-zeros of each samp
 
 for every run r (in parallel) and every included example i of its batch, in order,
 
-* ``z = <x_i, theta_r> + b_r`` over the row's non-zeros (float64), F_i = [p0, p1] =
+* ``z = <x_i, theta_r> + b_r`` over the row's non-zeros (summed in float64), F_i = [p0, p1] =
   softmax([0, z]) (labels in {0, 1}: every tabular experiment; multinomial logistic regression
   takes the torch path);
 * the parts of ``c_ij = dpsi_i/dF_ij`` (:mod:`dpminimax.algorithms.ermi`):
@@ -65,7 +65,8 @@ CLIP_NONE, CLIP_EXAMPLE, CLIP_SENSITIVE = 0, 1, 2
 @numba.njit(cache=True)
 def _cell_tables(w, p_s, r):  # pragma: no cover - compiled
     """Per (cell, group) of run r: ``1 / sqrt(P_S(g))``, the parts ``-(W^T W)_jj`` and
-    ``2 W_gj / sqrt(P_S(g))`` of dpsi/dF, and ``||u - W_:j||^2`` (all float64)."""
+    ``2 W_gj / sqrt(P_S(g))`` of dpsi/dF, and ``||u - W_:j||^2`` (float64 tables; products and
+    square roots of the inputs are taken in their dtype first, as numba types them)."""
     n_cells, groups, probs_len = w.shape[1], w.shape[2], w.shape[3]
     inv_sqrt_p = np.empty((n_cells, groups))
     independent = np.zeros((n_cells, probs_len))

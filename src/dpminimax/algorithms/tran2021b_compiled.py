@@ -9,8 +9,8 @@ overhead is a large part of the step. This kernel does the same arithmetic examp
 
 for every run r (in parallel) and every included example i of its batch, in order,
 
-* ``z_i = <x_i, theta_r> + b_r`` over the row's non-zeros (float64, rounded to the data's dtype
-  as :func:`~dpminimax.kernels.linear.linear_logits` stores it) and ``p_i`` =
+* ``z_i = <x_i, theta_r> + b_r`` over the row's non-zeros (summed in float64, rounded to the
+  data's dtype as :func:`~dpminimax.kernels.linear.linear_logits` stores it) and ``p_i`` =
   :func:`~dpminimax.kernels.rowwise.binary_prob` (the arithmetic of ``binary_probs``);
 * the loss residual ``p_i - y_i`` and the Jacobian ``u_ic = ((n w_ic) p_i) (1 - p_i)``, with
   ``w_ic`` the row of the cell gap-weight table (R, C', C) for the example's cell, each

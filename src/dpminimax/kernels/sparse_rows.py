@@ -16,7 +16,7 @@ DP-FERMI's compiled step
 :func:`sparse_clipped_outer_sum` serve ``linear_logits`` and ``clipped_outer_sum`` for rows left
 in place (:class:`~dpminimax.kernels.gather.IndexedRows`).
 
-Arithmetic is in float64 and results are returned in the data's dtype (so they differ from the
+Sums accumulate in float64 and results are returned in the data's dtype (so they differ from the
 dense float32 path in the last bits). Bit-identity: a run's values are computed by one thread
 from that run's rows and parameters only, example after example in batch order, with no
 fast-math flag, so a run gets the same bits alone as among others; padding (mask False) is
@@ -55,7 +55,8 @@ def outer_clip_factor(squared_norm, x_norm, bound):  # pragma: no cover - compil
 
 @numba.njit(cache=True, inline="always")
 def sparse_dot(columns, values, i, weight, r, m):  # pragma: no cover - compiled
-    """``<x_i, weight[r, m]>`` over row i's non-zeros (float64)."""
+    """``<x_i, weight[r, m]>`` over row i's non-zeros: the products of two entries in their
+    dtype (numba's ``float()`` of a float32 is a float32), summed in float64."""
     z = 0.0
     for p in range(columns.shape[1]):
         z += float(values[i, p]) * float(weight[r, m, columns[i, p]])
