@@ -151,3 +151,43 @@ def test_invalid_arguments_raise(kwargs):
 def test_invalid_hand_built_event_raises():
     with pytest.raises(ValueError, match="sampling probability"):
         epsilon(dpa.PoissonSampledDpEvent(1.5, dpa.GaussianDpEvent(1.0)), DELTA)
+
+
+def test_repeated_questions_are_answered_from_memory(monkeypatch):
+    """A job accounts for each run; runs sharing an event must not re-run the accountant, and
+    any difference in the event, delta or accountant must be a new computation."""
+    from dpminimax.privacy import accounting
+
+    monkeypatch.setattr(accounting, "_account_memo", type(accounting._account_memo)())
+    computed = []
+    real = accounting._account_uncached
+
+    def counting(event, delta, accountant, neighboring):
+        computed.append((repr(event), delta, accountant))
+        return real(event, delta, accountant, neighboring)
+
+    monkeypatch.setattr(accounting, "_account_uncached", counting)
+    q, sigma, steps = 0.01, 1.1, 10000
+    first = accounting_record(dpsgd_event(q, sigma, steps), DELTA)
+    again = accounting_record(dpsgd_event(q, sigma, steps), DELTA)
+    assert again == first and len(computed) == 1
+    assert first["epsilon"] == pytest.approx(PINNED[(q, sigma, steps)][0], rel=1e-6)
+    next_sigma = math.nextafter(sigma, 2.0)  # one ulp more noise: a different event
+    assert epsilon(dpsgd_event(q, next_sigma, steps), DELTA) <= first["epsilon"]
+    assert len(computed) == 2 and computed[-1][0] != computed[0][0]
+    assert epsilon(dpsgd_event(q, sigma, steps), DELTA / 2) > first["epsilon"]
+    pld = epsilon(dpsgd_event(q, sigma, steps), DELTA, "pld")
+    assert pld == pytest.approx(PINNED[(q, sigma, steps)][1], rel=1e-6)
+    assert len(computed) == 4
+
+
+def test_memory_is_bounded(monkeypatch):
+    from dpminimax.privacy import accounting
+
+    monkeypatch.setattr(accounting, "_account_memo", type(accounting._account_memo)())
+    monkeypatch.setattr(accounting, "ACCOUNT_MEMO_SIZE", 3)
+    for count in range(1, 6):
+        epsilon(dpsgd_event(0.01, 1.1, count), DELTA)
+    assert len(accounting._account_memo) == 3
+    assert [key[0].count("count=") for key in accounting._account_memo] == [1, 1, 1]
+    assert all(f"count={c})" in key[0] for c, key in zip((3, 4, 5), accounting._account_memo))

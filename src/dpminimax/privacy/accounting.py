@@ -17,6 +17,7 @@ Route taken for ``epsilon(event, delta, accountant)``:
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,12 @@ RDP_ORDERS: tuple[float, ...] = tuple(sorted(
     set(DEFAULT_RDP_ORDERS) | set(range(64, 128, 8)) | set(range(160, 256, 32))
     | {320, 384, 448, 640, 768, 896}
 ))
+
+
+#: How many (event, delta, accountant, relation) answers :func:`_account` keeps. A job accounts
+#: for each of its runs, and runs that differ only in seed or fairness weight share one event.
+ACCOUNT_MEMO_SIZE = 4096
+_account_memo: OrderedDict[tuple[str, float, str, str], tuple[float, str]] = OrderedDict()
 
 
 class UnsupportedEventError(ValueError):
@@ -143,9 +150,28 @@ def general_rdp_curve(event: DpEvent, orders=rdp_general.DEFAULT_ORDERS) -> np.n
 
 def _account(event: DpEvent, delta: float, accountant: str,
              neighboring: str) -> tuple[float, str]:
-    """(epsilon, method) following the route in the module docstring."""
+    """(epsilon, method) following the route in the module docstring, remembered per event.
+
+    The key is the event's ``repr`` (attrs: every field, floats to all their digits) with the
+    other arguments, so only an identical question is answered from memory. Errors are not
+    remembered.
+    """
     _validate_arguments(delta, accountant, neighboring)
     validate_event(event)
+    key = (repr(event), float(delta), accountant, neighboring)
+    if key in _account_memo:
+        _account_memo.move_to_end(key)
+        return _account_memo[key]
+    answer = _account_uncached(event, delta, accountant, neighboring)
+    _account_memo[key] = answer
+    if len(_account_memo) > ACCOUNT_MEMO_SIZE:
+        _account_memo.popitem(last=False)
+    return answer
+
+
+def _account_uncached(event: DpEvent, delta: float, accountant: str,
+                      neighboring: str) -> tuple[float, str]:
+    """(epsilon, method) computed: dp_accounting first, then the general RDP bound."""
     eps, reason = _dp_accounting_epsilon(event, delta, accountant, neighboring)
     if eps is not None:
         return eps, METHOD_DP_ACCOUNTING

@@ -74,13 +74,8 @@ def calibrate_event_parameter(
     if not epsilon > 0:
         raise ValueError(f"target epsilon must be > 0, got {epsilon}")
 
-    memo: dict[tuple[str, float], float] = {}  # accounting is the expensive part; reuse it
-
-    def epsilon_of(event: DpEvent, target_delta: float) -> float:
-        key = (repr(event), target_delta)
-        if key not in memo:
-            memo[key] = accounting.epsilon(event, target_delta, accountant, neighboring)
-        return memo[key]
+    def epsilon_of(event: DpEvent, target_delta: float) -> float:  # remembered by accounting
+        return accounting.epsilon(event, target_delta, accountant, neighboring)
 
     def gap(x: float) -> float:
         return epsilon_of(make_event(round(x) if discrete else x), delta) - epsilon
