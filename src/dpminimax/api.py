@@ -2,7 +2,9 @@
 
 Every function reads and writes files (atomically) so that a Snakemake rule, ``dpminimax rerun``
 and a notebook all go through the same code. Hyper-parameters travel in a *run config* (a dict
-that is also written to ``run_config.json`` beside the results it produced).
+that is also written to ``run_config.json`` beside the results it produced). The reporting
+functions import :mod:`dpminimax.report` (matplotlib and the figure registry) when called, so a
+training job, one of hundreds in a grid, does not pay for it at start-up.
 """
 
 from __future__ import annotations
@@ -31,12 +33,6 @@ from dpminimax.metrics import classification_report
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork
 from dpminimax.provenance import code_fingerprint
-from dpminimax.report import concat_results, series_table, summarize, write_table
-from dpminimax.report.claims import claims_table, write_claims_table
-from dpminimax.report.figures import save_figure, stamp_standin, standin_datasets
-from dpminimax.report.gain import gain_experiments, measured_gains
-from dpminimax.report.reference import load_claims, load_reported
-from dpminimax.report.registry import FigureRequest, get_drawer, get_table
 from dpminimax.tuning import choose_configs
 from dpminimax.tuning.protocol import (
     TuningSpec,
@@ -261,6 +257,7 @@ def aggregate(
     metric_paths: Sequence[str | Path], attack_paths: Sequence[str | Path], out_path: str | Path
 ) -> pd.DataFrame:
     """Join every job's metrics and attack rows into the paper's long results table."""
+    from dpminimax.report import concat_results
     metrics = concat_results(metric_paths)
     attacks = concat_results(attack_paths) if attack_paths else None
     if attacks is not None:
@@ -279,6 +276,10 @@ def make_figure(
     """Draw figure ``figure`` (a key of :data:`dpminimax.report.registry.FIGURES`) from the runs
     table; ``reported`` is a CSV of the numbers a paper plotted, overlaid on trade-off figures
     and labelled "reported"."""
+    from dpminimax.report.figures import save_figure, stamp_standin, standin_datasets
+    from dpminimax.report.reference import load_reported
+    from dpminimax.report.registry import FigureRequest, get_drawer
+
     draw = get_drawer(figure)
     table = pd.read_parquet(runs_path)
     if experiment is not None:
@@ -295,6 +296,9 @@ def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path
                           experiment: str) -> pd.DataFrame:
     """Table ``name`` (a key of :data:`dpminimax.report.registry.TABLES`) of one experiment's
     runs, written as CSV."""
+    from dpminimax.report import write_table
+    from dpminimax.report.registry import get_table
+
     compute = get_table(name)
     table = pd.read_parquet(runs_path)
     result = compute(table.loc[table["experiment"] == experiment])
@@ -324,6 +328,10 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     Markdown). Values no runs column holds (DP-FERMI's performance gains) are computed from the
     runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
     ``measured`` adds any other values, by claim id."""
+    from dpminimax.report.claims import claims_table, write_claims_table
+    from dpminimax.report.gain import gain_experiments, measured_gains
+    from dpminimax.report.reference import load_claims
+
     runs = pd.read_parquet(runs_path)
     from_files = {k: v for path in measured_paths
                   for k, v in json.loads(Path(path).read_text())["claims"].items()}
@@ -340,6 +348,8 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
 
 def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
     """Mean, spread and 95% interval over seeds of every metric, per method and epsilon."""
+    from dpminimax.report import series_table, summarize, write_table
+
     table = series_table(pd.read_parquet(runs_path))
     metric_columns = [
         c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
