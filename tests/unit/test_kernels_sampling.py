@@ -144,19 +144,27 @@ def test_each_run_draws_one_round_of_geometric_gaps_from_its_own_stream():
 
 
 @pytest.mark.parametrize("q", [0.001, 0.034, 0.5, 0.97])
-def test_compiled_gap_sums_are_torch_geometric_draws_bit_for_bit(q):
-    """The CPU path (uniform_ + compiled inversion and running sums) gives exactly the running
-    sums of torch's geometric_ draws and leaves the generator where geometric_ leaves it."""
-    runs = sampling.COMPILED_MIN_RUNS                       # the compiled path
-    for seed in range(0, 20, runs):
+@pytest.mark.parametrize("runs", [1, sampling.COMPILED_MIN_RUNS])  # torch path, compiled path
+def test_gap_sums_are_torch_geometric_draws_bit_for_bit(q, runs):
+    """Both paths give exactly the running sums of torch's geometric_ draws up to the first sum
+    >= end, only sums >= end after it, and leave the generator where geometric_ leaves it."""
+    for seed in range(0, 8, runs):
         ours_streams = [make_generator(seed + r, "poisson") for r in range(runs)]
+        expected = [torch.empty(3000, dtype=torch.float64).geometric_(
+            q, generator=make_generator(seed + r, "poisson")).long().cumsum(dim=0) + r
+            for r in range(runs)]
+        end = int(expected[0][1500])                        # row 0 crosses it mid-round
         ours = _gap_sums(torch.empty(runs, 3000, dtype=torch.float64), ours_streams, q,
-                         torch.arange(runs))
+                         torch.arange(runs), end)
         for r in range(runs):
             torch_stream = make_generator(seed + r, "poisson")
-            gaps = torch.empty(3000, dtype=torch.float64).geometric_(q, generator=torch_stream)
-            assert torch.equal(ours[r], gaps.long().cumsum(dim=0) + r)
+            torch.empty(3000, dtype=torch.float64).geometric_(q, generator=torch_stream)
             assert torch.equal(ours_streams[r].get_state(), torch_stream.get_state())
+            exact = int((expected[r] < end).sum()) + 1      # up to the first sum >= end
+            assert torch.equal(ours[r][:exact], expected[r][:exact])
+            assert bool((ours[r][exact:] >= end).all())
+        if runs > 1:                                        # the compiled loop stops inverting
+            assert bool((ours[0][1501:] == end).all())
 
 
 def test_runs_extended_by_further_rounds_keep_drawing_from_their_own_stream(monkeypatch):

@@ -45,24 +45,31 @@ COMPILED_MIN_RUNS = 4
 
 
 @numba.njit(parallel=True, cache=True)
-def _geometric_positions(uniforms, log_failure, start, out):  # pragma: no cover - compiled
+def _geometric_positions(uniforms, log_failure, start, end, out):  # pragma: no cover - compiled
     """``out[r, k] = start[r] + sum_{j <= k} ceil(log(u_rj) / log(1 - q))``: the running sums of
-    Geometric(q) gaps by inversion. The running sum makes the loop a recurrence, which the
+    Geometric(q) gaps by inversion, up to the first sum >= ``end``; every later entry is ``end``
+    (a sum past the last index only says "not in the batch"; the uniforms are drawn either way,
+    so the streams do not change). The running sum makes the loop a recurrence, which the
     compiler does not vectorise, so every ``log`` is the scalar libm call torch's
     ``geometric_`` makes."""
     for r in numba.prange(uniforms.shape[0]):
         total = start[r]
-        for k in range(uniforms.shape[1]):
+        k = 0
+        while k < uniforms.shape[1] and total < end:
             total += int(math.ceil(math.log(uniforms[r, k]) / log_failure))
             out[r, k] = total
+            k += 1
+        out[r, k:] = end
     return out
 
 
 def _gap_sums(rows: torch.Tensor, generators: Sequence[torch.Generator], q: float,
-              start: torch.Tensor) -> torch.Tensor:
+              start: torch.Tensor, end: int) -> torch.Tensor:
     """Running sums (R, L) int64 of i.i.d. Geometric(q) gaps in {1, 2, ...} (trials up to the
     next success), row r drawn from ``generators[r]`` into the contiguous float64 buffer ``rows``
-    (R, L) and offset by ``start[r]``.
+    (R, L) and offset by ``start[r]``. Each row is exact up to its first sum >= ``end``; every
+    entry after it is >= ``end`` too (the compiled loop writes ``end`` without inverting the
+    draw: about 1 in 6 of a round's gaps on Adult).
 
     torch's ``geometric_`` is ``ceil(log(u) / log1p(-q))`` for one ``uniform_`` double u per
     gap, computed serially (about 12 ns a gap here). On the CPU the uniforms are drawn with
@@ -81,7 +88,7 @@ def _gap_sums(rows: torch.Tensor, generators: Sequence[torch.Generator], q: floa
     out = torch.empty(rows.shape, dtype=torch.long)
     use_torch_threads()
     return torch.from_numpy(_geometric_positions(rows.numpy(), math.log1p(-q),
-                                                 start.numpy(), out.numpy()))
+                                                 start.numpy(), end, out.numpy()))
 
 
 def poisson_batches(
@@ -150,7 +157,7 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
     chunk = _chunk_size(n, q)
     gaps = torch.empty(runs, chunk, dtype=torch.float64, device=generators[0].device)
     start = torch.full((runs,), -1, dtype=torch.long, device=gaps.device)
-    stacked = _gap_sums(gaps, generators, q, start).to(device)
+    stacked = _gap_sums(gaps, generators, q, start, n).to(device)
     short = (stacked[:, -1] < n - 1).nonzero().flatten().tolist()
     if not short:
         return stacked
@@ -159,7 +166,7 @@ def _positions(n: int, q: float, generators: Sequence[torch.Generator],
         # rare: extend only the runs whose draws have not passed the last index
         while int(rows[r][-1]) < n - 1:
             more = _gap_sums(torch.empty_like(gaps[r:r + 1]), generators[r:r + 1], q,
-                             rows[r][-1:].to(gaps.device))
+                             rows[r][-1:].to(gaps.device), n)
             rows[r] = torch.cat([rows[r], more[0].to(device)])
     return pad_sequence(rows, batch_first=True, padding_value=n)
 
