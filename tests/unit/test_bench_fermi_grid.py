@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from dpminimax.bench_fermi_grid import grid_work, time_method, time_method_side_by_side
+from dpminimax.bench_fermi_grid import (
+    grid_work,
+    time_floor,
+    time_method,
+    time_method_side_by_side,
+)
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 
@@ -46,3 +51,15 @@ def test_side_by_side_jobs_are_timed_together_and_their_throughputs_summed(n_adu
     # one job's throughput alone would be about half of it
     assert timing["example_gradients_per_second"] >= (
         2 * 3 * 64 / timing["seconds_per_step"] * (1 - 1e-9))
+
+
+def test_floor_times_the_unskippable_parts_and_charges_the_grid_work(n_adult):
+    floor = time_floor(repeats=3, jobs=2)
+    assert floor["runs"] == 90                                  # DP-FERMI's paper-scale job
+    assert abs(floor["examples_per_step"] - 90 * 1024) < 90 * 1024 * 0.05
+    assert set(floor["ms_per_step"]) == {"batches", "logits", "accumulation"}
+    assert all(ms > 0 for ms in floor["ms_per_step"].values())
+    work = sum(grid_work().values())
+    per_example = sum(floor["ms_per_step"].values()) * 1e-3 / floor["examples_per_step"]
+    assert floor["minutes"] == pytest.approx(work * per_example / 2 / 60)
+    assert 0 < floor["minutes_sampling_and_logits"] < floor["minutes"]
