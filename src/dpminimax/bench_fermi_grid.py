@@ -122,14 +122,19 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
             "example_gradients_per_second": len(specs) * expected_batch / seconds}
 
 
-#: A one-thread job timing one method, started by :func:`time_method_side_by_side`: it says
-#: "ready" after the warm-up and starts timing when it reads a line.
-_SIDE_JOB = """
+#: The start of every one-thread timing process: numba's pool sized before numba starts
+#: (:mod:`dpminimax.threads`), torch on one thread.
+_ONE_THREAD = """
 import json, sys
 from dpminimax.threads import reserve_threads
 reserve_threads(1)
 import torch
 torch.set_num_threads(1)
+"""
+
+#: A one-thread job timing one method, started by :func:`time_method_side_by_side`: it says
+#: "ready" after the warm-up and starts timing when it reads a line.
+_SIDE_JOB = _ONE_THREAD + """
 from dpminimax.bench_fermi_grid import time_method
 
 def ready():
@@ -216,22 +221,18 @@ def floor_parts(repeats: int = 200,
     return {"ms_per_step": timed, "runs": runs, "examples_per_step": int(mask.sum())}
 
 
-#: :func:`floor_parts` in a one-thread process (numba's pool sized before numba starts).
-_FLOOR_JOB = """
-import json
-from dpminimax.threads import reserve_threads
-reserve_threads(1)
-import torch
-torch.set_num_threads(1)
+#: :func:`floor_parts` in a one-thread process.
+_FLOOR_JOB = _ONE_THREAD + """
 from dpminimax.bench_fermi_grid import floor_parts
 print(json.dumps(floor_parts({repeats})), flush=True)
 """
 
 
 def time_floor(repeats: int = 200, jobs: int = 2) -> dict:
-    """A lower bound on the grid's time with ``jobs`` one-thread jobs side by side:
-    :func:`floor_parts` timed in a one-thread process, per example gradient, times the grid's
-    work (:func:`grid_work`), divided by ``jobs`` as if side-by-side jobs never slowed each
+    """A lower bound on the grid's time with ``jobs`` one-thread jobs side by side (or one
+    process on ``jobs`` threads): :func:`floor_parts` timed in a one-thread process, per
+    example gradient, times the grid's work (:func:`grid_work`), divided by ``jobs`` as if
+    side-by-side jobs (threads) never slowed each
     other down (they do: the bound is generous). ``minutes_sampling_and_logits`` charges the
     batches and the logits pass only; ``minutes`` adds the clipped accumulation."""
     out = subprocess.run([sys.executable, "-c", _FLOOR_JOB.format(repeats=repeats)],
@@ -265,4 +266,4 @@ def run_fermi_grid_benchmark(steps: int = 30, jobs: int | None = None) -> dict:
             "timing_per_method": timing, "minutes_per_method": minutes,
             "estimated_minutes": sum(minutes.values()), "target_minutes": 10.0,
             "threads": 1 if jobs else torch.get_num_threads(), "jobs": jobs or 1,
-            "floor": time_floor(jobs=jobs or 1)}
+            "floor": time_floor(jobs=jobs or torch.get_num_threads())}
