@@ -500,8 +500,6 @@ def test_pfld_batched_runs_equal_runs_alone(cached_calibration):
     assert not torch.equal(together.state["weight"][0], together.state["weight"][1])
 
 
-
-
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
 def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibration,
                                                        monkeypatch):
@@ -551,6 +549,7 @@ def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibrat
     for key in ("weight", "bias"):
         assert torch.equal(compiled.state[key], reference.state[key]), key
     assert torch.linalg.vector_norm(compiled.state["weight"]) > 1e-2
+
 
 # --- parameter errors -----------------------------------------------------------------------
 

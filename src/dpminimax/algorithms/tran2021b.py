@@ -350,12 +350,14 @@ class PfldProgram:
         else:
             y, cells = batch_values(self.y, index), batch_values(self.cells, index)
             probs = binary_probs(linear_logits(self.state["weight"], self.state["bias"], x))
-            loss = dict(zip(("weight", "bias"), clipped_outer_sum(
-                probs - y.to(probs.dtype).unsqueeze(-1), x, mask, self.clip_primal),
-                strict=True))
-            jacobian = dict(zip(("weight", "bias"), clipped_outer_sum(
-                constraint_logit_jacobian(probs, cells, self.counts, self.parents, self.n), x,
-                mask, self.clip_primal), strict=True))
+
+            def clipped_sums(residual: torch.Tensor) -> dict[str, torch.Tensor]:
+                weight, bias = clipped_outer_sum(residual, x, mask, self.clip_primal)
+                return {"weight": weight, "bias": bias}
+
+            loss = clipped_sums(probs - y.to(probs.dtype).unsqueeze(-1))
+            jacobian = clipped_sums(constraint_logit_jacobian(probs, cells, self.counts,
+                                                              self.parents, self.n))
         noisy = add_noise(jacobian, self.gradient_std, self.constraint_noise)
         step = self.lr / self.batch
         noisy_linear_descent(self.state, loss, noise_std=self.gradient_std,
