@@ -1,8 +1,10 @@
 """Privacy accounting: algorithms build dp_accounting DpEvents, this package interprets them.
 
 See DESIGN.md, "Privacy accounting". Modules: :mod:`.events` (building / serialising events),
-:mod:`.accounting` (epsilon and the per-run record), :mod:`.rdp_general` (RDP maths, including
-the general Poisson-subsampling bound), :mod:`.calibrate` (noise / step calibration).
+:mod:`.accounting` (epsilon and the per-run record), :mod:`.pld_product` (the tight PLD of
+same-batch Gaussian / Laplace releases, Poisson-subsampled product pair), :mod:`.rdp_general` (RDP
+maths, including the general Poisson-subsampling bound), :mod:`.calibrate` (noise / step
+calibration).
 """
 
 from dpminimax.privacy.accounting import (

@@ -7,17 +7,27 @@ Route taken for ``epsilon(event, delta, accountant)``:
    sampling event are first replaced by the single equivalent Gaussian (exact; Mironov, Talwar &
    Zhang 2019, Sec. 3 -- the reduction RdpAccountant applies internally), because the PLD
    accountant only accepts a single mechanism inside ``PoissonSampledDpEvent``.
-2. Otherwise, under add-or-remove-one, the sound general RDP bound of
-   :mod:`dpminimax.privacy.rdp_general`: curves of releases on the same batch add up, the sum is
-   Poisson-subsampled with Zhu & Wang 2019, Thm. 6, self-composition multiplies by the count
-   (this serves both accountant names; the record's ``method`` says so).
+   The PLD grid is scaled to the epsilon (a rough pass sets it, :func:`pld_product.interval_for`)
+   and the RDP orders are extended until the optimal order is inside them.
+2. Otherwise, under add-or-remove-one, for events whose every mechanism has a dominating pair
+   (Gaussian, Laplace: RaCO-DP's same-batch histogram + gradient), the tight PLD of the
+   Poisson-subsampled product pair (:mod:`dpminimax.privacy.pld_product`), AND the general RDP
+   bound of :mod:`dpminimax.privacy.rdp_general` (curves of releases on the same batch add up,
+   the sum is Poisson-subsampled with Zhu & Wang 2019, Thm. 6, self-composition multiplies by
+   the count). Both are sound; the smaller is reported, the record keeps both and its
+   ``method`` says which one it is. Events with other mechanisms get the general bound only.
+   This serves both accountant names.
 3. Otherwise :class:`UnsupportedEventError` -- nothing is ever approximated silently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from collections import OrderedDict
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,7 +37,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 
-from dpminimax.privacy import rdp_general
+from dpminimax.privacy import pld_product, rdp_general
 from dpminimax.privacy.events import event_to_dict, validate_event
 
 ACCOUNTANTS = ("rdp", "pld")
@@ -38,20 +48,36 @@ NEIGHBORING_RELATIONS = {
 }
 METHOD_DP_ACCOUNTING = "dp_accounting"
 METHOD_RDP_GENERAL = "rdp_general_poisson_subsampled"
+METHOD_PLD_PRODUCT = "pld_product_poisson_subsampled"
 
-#: dp_accounting's default orders plus integer orders filling its gaps 63-128-256-...-1024.
-#: Without them a small epsilon (optimal order ~100) comes out up to 2x too large; any set of
-#: orders is sound since the conversion minimises over them.
+#: dp_accounting's default orders plus integer orders filling its gaps 63-128-256-...-1024
+#: (steps of at most ~8%). Without them a small epsilon (optimal order ~100) comes out up to 2x
+#: too large; any set of orders is sound since the conversion minimises over them. Where the
+#: optimum is the largest order, :func:`_extended_orders` adds larger ones.
 RDP_ORDERS: tuple[float, ...] = tuple(sorted(
-    set(DEFAULT_RDP_ORDERS) | set(range(64, 128, 8)) | set(range(160, 256, 32))
-    | {320, 384, 448, 640, 768, 896}
+    set(DEFAULT_RDP_ORDERS) | set(range(64, 128, 4)) | set(range(128, 256, 8))
+    | set(range(256, 1024, 32))
 ))
+#: The largest order the extension goes to (epsilon ~ log(1/delta)/order is then negligible).
+MAX_RDP_ORDER = 2**17
+
+
+def _extended_orders(orders, best: float) -> tuple[float, ...] | None:
+    """``orders`` plus integer orders up to 4x the largest (steps of ~6%) if the optimum
+    ``best`` is the largest order, else None (the optimum is inside the grid)."""
+    top = max(orders)
+    if best < top or top >= MAX_RDP_ORDER:
+        return None
+    more = np.unique(np.round(np.geomspace(top, min(4 * top, MAX_RDP_ORDER), 25)))
+    return tuple(sorted(set(orders) | set(more.tolist())))
 
 
 #: How many (event, delta, accountant, relation) answers :func:`_account` keeps. A job accounts
 #: for each of its runs, and runs that differ only in seed or fairness weight share one event.
 ACCOUNT_MEMO_SIZE = 4096
-_account_memo: OrderedDict[tuple[str, float, str, str], tuple[float, str]] = OrderedDict()
+#: (epsilon, method, the sound epsilons computed by method, dp_accounting's warnings).
+_Answer = tuple[float, str, dict[str, float], tuple[str, ...]]
+_account_memo: OrderedDict[tuple[str, float, str, str], _Answer] = OrderedDict()
 
 
 class UnsupportedEventError(ValueError):
@@ -110,15 +136,55 @@ def _dp_accounting_epsilon(event: DpEvent, delta: float, accountant: str,
     """(epsilon, "") from dp_accounting, or (None, its reason) if it does not support the event."""
     relation = NEIGHBORING_RELATIONS[neighboring]
     if accountant == "rdp":
-        acc: privacy_accountant.PrivacyAccountant = RdpAccountant(RDP_ORDERS, relation)
-    else:
-        acc = PLDAccountant(relation)
-        event = _merge_same_batch_gaussians(event)
+        orders: tuple[float, ...] | None = RDP_ORDERS
+        while orders is not None:
+            acc = RdpAccountant(orders, relation)
+            try:
+                acc.compose(event)
+            except privacy_accountant.UnsupportedEventError as err:
+                return None, str(err)
+            eps, best = acc.get_epsilon_and_optimal_order(delta)
+            orders = _extended_orders(orders, best)
+        return float(eps), ""
+    if compositions(event) > MAX_PLD_COMPOSITIONS:
+        raise ValueError(
+            f"the PLD accountant would compose {compositions(event):.3g} mechanisms (at most "
+            f"{MAX_PLD_COMPOSITIONS:.0e}: its discretised distribution would not fit in "
+            "memory); use the rdp accountant")
+    event = _merge_same_batch_gaussians(event)
+    rough = PLDAccountant(relation, pld_product.COARSE_INTERVAL)
     try:
-        acc.compose(event)
+        rough.compose(event)
     except privacy_accountant.UnsupportedEventError as err:
         return None, str(err)
-    return float(acc.get_epsilon(delta)), ""
+    interval = pld_product.interval_for(float(rough.get_epsilon(delta)))
+    return float(PLDAccountant(relation, interval).compose(event).get_epsilon(delta)), ""
+
+
+#: Beyond this many composed mechanisms the PLD's support outgrows memory (issue #24: 1e12
+#: steps asked for terabytes); RDP's cost does not depend on the count.
+MAX_PLD_COMPOSITIONS = 10**6
+
+
+def compositions(event: DpEvent) -> int:
+    """How many elementary mechanisms ``event`` composes (self-compositions multiplied out)."""
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return int(event.count) * compositions(event.event)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return sum(compositions(e) for e in event.events)
+    if isinstance(event, (dp_event.PoissonSampledDpEvent, dp_event.SampledWithoutReplacementDpEvent,
+                          dp_event.SampledWithReplacementDpEvent)):
+        return compositions(event.event)
+    return 1
+
+
+def _general_rdp_epsilon(event: DpEvent, delta: float) -> float:
+    """The general RDP bound's epsilon, orders extended until the optimum is inside them."""
+    orders: tuple[float, ...] | None = tuple(rdp_general.DEFAULT_ORDERS)
+    while orders is not None:
+        eps, best = rdp_general.rdp_to_epsilon(orders, general_rdp_curve(event, orders), delta)
+        orders = _extended_orders(orders, best)
+    return eps
 
 
 def general_rdp_curve(event: DpEvent, orders=rdp_general.DEFAULT_ORDERS) -> np.ndarray:
@@ -149,8 +215,9 @@ def general_rdp_curve(event: DpEvent, orders=rdp_general.DEFAULT_ORDERS) -> np.n
 
 
 def _account(event: DpEvent, delta: float, accountant: str,
-             neighboring: str) -> tuple[float, str]:
-    """(epsilon, method) following the route in the module docstring, remembered per event.
+             neighboring: str) -> _Answer:
+    """(epsilon, method, the sound epsilons computed by method) following the route in the
+    module docstring, remembered per event.
 
     The key is the event's ``repr`` (attrs: every field, floats to all their digits) with the
     other arguments, so only an identical question is answered from memory. Errors are not
@@ -162,38 +229,77 @@ def _account(event: DpEvent, delta: float, accountant: str,
     if key in _account_memo:
         _account_memo.move_to_end(key)
         return _account_memo[key]
-    answer = _account_uncached(event, delta, accountant, neighboring)
+    with _captured_warnings() as warnings:
+        answer = _account_uncached(event, delta, accountant, neighboring)
+    answer = (*answer, _summarize_warnings(warnings))
     _account_memo[key] = answer
     if len(_account_memo) > ACCOUNT_MEMO_SIZE:
         _account_memo.popitem(last=False)
     return answer
 
 
+@contextlib.contextmanager
+def _captured_warnings() -> Iterator[list[str]]:
+    """Collect what dp_accounting logs through absl (e.g. "failed to converge ... Excluding
+    this order", once per order) instead of letting it flood the job's log."""
+    records: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("absl")
+    handler, propagate, level = _Collect(level=logging.WARNING), logger.propagate, logger.level
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.WARNING)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        logger.setLevel(level)
+
+
+def _summarize_warnings(messages: list[str]) -> tuple[str, ...]:
+    """One line per kind of warning (numbers masked), with how often it occurred."""
+    kinds = Counter(re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", m) for m in messages)
+    return tuple(f"{kind} (x{count})" for kind, count in sorted(kinds.items()))
+
+
 def _account_uncached(event: DpEvent, delta: float, accountant: str,
-                      neighboring: str) -> tuple[float, str]:
-    """(epsilon, method) computed: dp_accounting first, then the general RDP bound."""
+                      neighboring: str) -> tuple[float, str, dict[str, float]]:
+    """(epsilon, method, candidates) computed: dp_accounting first, then the product PLD and
+    the general RDP bound (the smaller of the two)."""
     eps, reason = _dp_accounting_epsilon(event, delta, accountant, neighboring)
     if eps is not None:
-        return eps, METHOD_DP_ACCOUNTING
+        return eps, METHOD_DP_ACCOUNTING, {}
     if neighboring != "add_or_remove_one":
         raise UnsupportedEventError(
             f"{type(event).__name__} is not supported by dp_accounting's {accountant} "
             f"accountant under {neighboring} ({reason}); the general Poisson bound only "
             f"covers add_or_remove_one"
         )
+    candidates: dict[str, float] = {}
     try:
-        curve = general_rdp_curve(event)
+        candidates[METHOD_PLD_PRODUCT] = pld_product.event_epsilon(event, delta)
+    except pld_product.NotAProductEvent:
+        pass
+    try:
+        candidates[METHOD_RDP_GENERAL] = _general_rdp_epsilon(event, delta)
     except UnsupportedEventError as err:
-        raise UnsupportedEventError(
-            f"{err}; dp_accounting's {accountant} accountant refused it too: {reason}"
-        ) from None
-    eps, _ = rdp_general.rdp_to_epsilon(rdp_general.DEFAULT_ORDERS, curve, delta)
-    return eps, METHOD_RDP_GENERAL
+        if not candidates:
+            raise UnsupportedEventError(
+                f"{err}; dp_accounting's {accountant} accountant refused it too: {reason}"
+            ) from None
+    method = min(candidates, key=candidates.__getitem__)
+    return candidates[method], method, candidates
 
 
 def epsilon(event: DpEvent, delta: float, accountant: str = "rdp",
             neighboring: str = "add_or_remove_one") -> float:
     """Epsilon such that ``event`` is (epsilon, delta)-DP; ``inf`` for a non-private release.
+    Where several sound values are computed (route 2 of the module docstring), the smallest.
 
     ``accountant`` is ``"rdp"`` or ``"pld"``; ``neighboring`` is ``"add_or_remove_one"``,
     ``"replace_one"`` or ``"replace_special"``. Raises :class:`UnsupportedEventError` if the
@@ -205,9 +311,13 @@ def epsilon(event: DpEvent, delta: float, accountant: str = "rdp",
 def accounting_record(event: DpEvent, delta: float, accountant: str = "rdp",
                       neighboring: str = "add_or_remove_one") -> dict[str, Any]:
     """What a run stores in accounting.json: epsilon, delta, accountant, neighbouring relation,
-    the method actually used (``"dp_accounting"`` or ``"rdp_general_poisson_subsampled"``) and
-    the event itself (:func:`~dpminimax.privacy.events.event_to_dict`)."""
-    eps, method = _account(event, delta, accountant, neighboring)
+    the method actually used (``"dp_accounting"``, ``"pld_product_poisson_subsampled"`` or
+    ``"rdp_general_poisson_subsampled"``) and the event itself
+    (:func:`~dpminimax.privacy.events.event_to_dict`). Where route 2 computed both the product
+    PLD and the general RDP bound, ``epsilon_pld_product`` and ``epsilon_rdp_general`` keep both
+    (``epsilon`` is the smaller)."""
+    eps, method, candidates, warnings = _account(event, delta, accountant, neighboring)
+    names = {METHOD_PLD_PRODUCT: "epsilon_pld_product", METHOD_RDP_GENERAL: "epsilon_rdp_general"}
     return {
         "epsilon": eps,
         "delta": delta,
@@ -215,4 +325,5 @@ def accounting_record(event: DpEvent, delta: float, accountant: str = "rdp",
         "neighboring_relation": neighboring,
         "method": method,
         "event": event_to_dict(event),
-    }
+    } | {names[m]: value for m, value in candidates.items()} | (
+        {"accountant_warnings": list(warnings)} if warnings else {})

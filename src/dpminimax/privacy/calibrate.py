@@ -3,8 +3,9 @@
 All searches run dp_accounting's ``calibrate_dp_mechanism`` (Brent's method with a guarantee
 that the returned parameter is on the private side) over a minimal ``PrivacyAccountant`` that
 evaluates :func:`dpminimax.privacy.accounting.epsilon`, so calibration and accounting can never
-disagree, events only our general bound handles included. The result is then re-checked with
-:func:`epsilon` and moved onto the private side if the bisection tolerance left it outside.
+disagree, events only our own accountants handle (product PLD, general RDP bound) included. The
+result is then re-checked with :func:`epsilon` and moved onto the private side if the bisection
+tolerance left it outside.
 """
 
 from __future__ import annotations
