@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dpminimax.bench_fermi_grid import (
+from dpminimax.bench.dpfermi import (
     grid_work,
     time_floor,
     time_method,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpminimax.bench_jagielski import jagielski_jobs, job_label, run_jagielski_benchmark
+from dpminimax.bench.dpfermi import jagielski_jobs, job_label, run_jagielski_benchmark
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 

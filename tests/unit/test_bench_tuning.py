@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpminimax.bench_tuning import run_tuning_benchmark, tuning_jobs
+from dpminimax.bench.racodp import run_tuning_benchmark, tuning_jobs
 from dpminimax.data import DatasetNotFoundError, load_dataset
 
 

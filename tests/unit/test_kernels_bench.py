@@ -2,7 +2,7 @@
 
 import math
 
-from dpminimax.bench import run_kernel_benchmarks
+from dpminimax.bench.kernels import run_kernel_benchmarks
 
 RATIOS = [
     "lr_dp_over_nonprivate", "lr_opacus_over_dp", "cnn_dp_over_nonprivate",

@@ -11,8 +11,6 @@ favours Opacus).
 
 from __future__ import annotations
 
-import statistics
-import time
 import warnings
 from collections.abc import Callable
 
@@ -22,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpminimax.algorithms.noisy_sgd import NoisySgd
+from dpminimax.bench.common import Step, interleaved_medians
 from dpminimax.device import default_device
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.kernels.gather import RowGatherer
@@ -32,7 +31,6 @@ from dpminimax.models import LogisticRegression, SmallCNN, logistic_loss
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.seeding import make_generator
 
-Step = Callable[[], None]
 NOISE_MULTIPLIER = 1.0
 MAX_NORM = 1.0
 LR = 0.1
@@ -83,7 +81,7 @@ def run_kernel_benchmarks(
     }
     with warnings.catch_warnings():  # Opacus hooks warn on every backward without input grads
         warnings.simplefilter("ignore", UserWarning)
-        ms = _interleaved_medians(steps, repeats, warmup, device)
+        ms = interleaved_medians(steps, repeats, warmup, device)
     ms["lr_batched_per_run"] = ms.pop("lr_batched") / batched_runs
     return {
         "lr_dp_over_nonprivate": ms["lr_dp"] / ms["lr_nonprivate"],
@@ -102,26 +100,6 @@ def run_kernel_benchmarks(
         "device": str(device),
         "threads": torch.get_num_threads(),
     }
-
-
-def _interleaved_medians(
-    steps: dict[str, Step], repeats: int, warmup: int, device: torch.device
-) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for round_ in range(warmup + repeats):
-        for name, step in steps.items():
-            _synchronize(device)
-            start = time.perf_counter()
-            step()
-            _synchronize(device)
-            if round_ >= warmup:
-                times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _linear_dp_step(

@@ -1,21 +1,20 @@
-"""How long the DP-FERMI paper's tabular grid (spec 001 §10 rows 1-7, without Jagielski et al.)
-takes on this machine, from timed steps of every method's own paper-scale program.
+"""The DP-FERMI paper's benchmarks, their settings in the ``benchmarks:`` block of
+papers/dpfermi/experiments.yaml.
 
-The grid's work is counted exactly from ``papers/dpfermi/experiments.yaml`` at the ``paper``
-scale: per job, R runs (seeds x swept values) x T steps (ceil(epochs / q), q = batch / n_train) x
-the expected batch, i.e. the number of per-example gradients it evaluates. Each method is timed
-on its own Adult job of Fig. 2 (the first epsilon; R as in every job of that method), through
-its real ``fit`` (batches, step, noise; the setup and accountant calibration excluded): the
-mean time per step over at least one epoch (per-epoch work included) gives its throughput in
-per-example gradients per second,
-and each method's work is charged at its own throughput. The other data sets' jobs are charged
-at Adult's per-example rate. The estimate errs on the fast side: Credit-Card's rows have more
-non-zeros than Adult's (22 vs 13; the sparse kernels read only those), and each job's start-up
-(imports about 2.3 s), set-up (accountant calibration, plans: about 1 s), evaluation and
-outputs (0.1-0.7 s) and Snakemake's own work per job (under 1 s, plus about 3.5 s once per
-invocation) are not charged. Run end to end through the workflow (BENCHMARKS.md), the Adult and
-Credit-Card rows took 1.2x their estimate. :func:`time_floor` times the parts no step can
-skip, for a lower bound on the grid's time.
+``fermi_grid``: how long the tabular grid (spec 001 §10 rows 1-7, without Jagielski et al.;
+issue #4) takes here, from timed steps of every method's own paper-scale program. The grid's work
+is counted exactly from experiments.yaml at the ``paper`` scale: per job, R runs (seeds x swept
+values) x T steps (ceil(epochs / q), q = batch / n_train) x the expected batch, i.e. its
+per-example gradients. Each method is timed on its own job of the settings' timing experiment
+(Adult, Fig. 2; first epsilon) through its real ``fit`` (setup and calibration excluded), over at
+least one epoch, and its work charged at its own throughput; other datasets' jobs at Adult's
+per-example rate. The estimate errs on the fast side (denser rows elsewhere, per-job start-up and
+Snakemake's work not charged; BENCHMARKS.md compares it with real runs). :func:`time_floor`
+times the parts no step can skip, for a lower bound.
+
+``jagielski``: every ``jagielski2019`` job (Figs. 4 and 9) at the ``paper`` scale, fitted as the
+workflow's train rule fits it (one batched program per job) and timed; loading, evaluation and the
+attack are not timed. Jobs on datasets not available here are listed as skipped, not estimated.
 """
 
 from __future__ import annotations
@@ -34,58 +33,52 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import expand_runs
+from dpminimax.bench.common import StopFit, benchmark_settings
 from dpminimax.data import DatasetNotFoundError, load_dataset
 from dpminimax.experiments import Job, expand_jobs, load_experiments, parse_epsilon
 from dpminimax.kernels.allocator import retain_freed_memory
 
-#: Spec 001 §10 rows 1-7: the tabular figures (Jagielski et al. has its own, 60-minute target).
-TABULAR_EXPERIMENTS = ("fig2_adult_dp", "fig7_credit_dp", "fig3_8_parkinsons_dp",
-                       "fig6_retired_dp", "fig9_adult_eo", "fig4_credit_eo", "fig10_retired_eo")
-EXCLUDED_METHODS = ("jagielski2019",)
-#: Every method of the grid is timed on its job of this experiment (Adult, Fig. 2).
-TIMING_EXPERIMENT = "fig2_adult_dp"
-#: Training rows of the datasets not available on the development machines (the deltas of
-#: experiments.yaml are 1 / n_train^2 of these; spec 001 §4).
-PAPER_N_TRAIN = {"parkinsons": 4_406, "retired-adult": 34_387}
+EXPERIMENTS_FILE = Path("papers/dpfermi/experiments.yaml")   # from the repository root
 
 
-def grid_work(experiments_file: str | Path = "papers/dpfermi/experiments.yaml",
+def grid_work(experiments_file: str | Path = EXPERIMENTS_FILE,
               scale: str = "paper") -> dict[str, float]:
-    """Per-example gradients of every job of :data:`TABULAR_EXPERIMENTS` at ``scale``, summed
-    per method."""
+    """Per-example gradients of every job of the grid (the ``fermi_grid`` settings'
+    ``experiments`` less its ``exclude_methods``) at ``scale``, summed per method."""
+    grid = benchmark_settings(experiments_file, "fermi_grid")
     jobs = [job for job in expand_jobs(load_experiments(experiments_file), scale)
-            if job.experiment in TABULAR_EXPERIMENTS and job.method not in EXCLUDED_METHODS]
+            if job.experiment in grid["experiments"]
+            and job.method not in grid["exclude_methods"]]
     work: dict[str, float] = {}
     for job in jobs:
         runs = len(job.seeds) * math.prod(len(v) for v in job.params.values()
                                           if isinstance(v, list))
-        n = _n_train(job.dataset)
-        batch = job.params.get("batch_size", 1024)
-        steps = math.ceil(job.params.get("epochs", 200) / min(1.0, batch / n))
+        n = _loaded_n_train(job.dataset) or grid["n_train"][job.dataset]
+        batch = job.params["batch_size"]
+        steps = math.ceil(job.params["epochs"] / min(1.0, batch / n))
         work[job.method] = work.get(job.method, 0.0) + runs * steps * min(batch, n)
     return work
 
 
 @functools.cache
-def _n_train(dataset: str) -> int:
+def _loaded_n_train(dataset: str) -> int | None:
+    """Training rows of ``dataset`` if it is on the search path (else the settings' paper
+    number)."""
     try:
         return len(load_dataset(dataset).y_train)
     except DatasetNotFoundError:
-        return PAPER_N_TRAIN[dataset]
-
-
-class _Enough(Exception):
-    """Stops a timed ``fit`` once enough steps were seen."""
+        return None
 
 
 def _timing_job(method: str, experiments_file: str | Path) -> Job:
-    """The method's Fig. 2 (Adult) job at the paper scale, first epsilon."""
+    """The method's job of the settings' timing experiment at the paper scale, first epsilon."""
+    experiment = benchmark_settings(experiments_file, "fermi_grid")["timing_experiment"]
     return next(job for job in expand_jobs(load_experiments(experiments_file), "paper")
-                if job.experiment == TIMING_EXPERIMENT and job.method == method)
+                if job.experiment == experiment and job.method == method)
 
 
 def time_method(method: str, steps: int = 30, warmup: int = 3,
-                experiments_file: str | Path = "papers/dpfermi/experiments.yaml",
+                experiments_file: str | Path = EXPERIMENTS_FILE,
                 runs: int | None = None, batch: int | None = None,
                 ready: Callable[[], None] | None = None) -> dict[str, float]:
     """Mean seconds per step of ``method``'s paper-scale Adult program over at least one epoch
@@ -101,7 +94,7 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
     params = dict(job.params) if batch is None else {**job.params, "batch_size": batch}
     specs = expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, params)[:runs]
     data = load_dataset(job.dataset)
-    expected_batch = min(params.get("batch_size", 1024), len(data.y_train))
+    expected_batch = min(params["batch_size"], len(data.y_train))
     per_epoch = math.ceil(len(data.y_train) / expected_batch)
     steps = max(steps, per_epoch)
     warmup = max(warmup, per_epoch + 1)   # per-epoch work compiled before the timed steps
@@ -112,9 +105,9 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
             ready()
         stamps.append(time.perf_counter())
         if len(stamps) > warmup + steps:
-            raise _Enough
+            raise StopFit
 
-    with contextlib.suppress(_Enough):
+    with contextlib.suppress(StopFit):
         get_method(method).fit(data, specs, torch.device("cpu"), monitor=monitor)
     seconds = (stamps[-1] - stamps[warmup]) / (len(stamps) - 1 - warmup)
     return {"seconds_per_step": seconds, "runs": len(specs), "batch": expected_batch,
@@ -135,7 +128,7 @@ torch.set_num_threads(1)
 #: A one-thread job timing one method, started by :func:`time_method_side_by_side`: it says
 #: "ready" after the warm-up and starts timing when it reads a line.
 _SIDE_JOB = _ONE_THREAD + """
-from dpminimax.bench_fermi_grid import time_method
+from dpminimax.bench.dpfermi import time_method
 
 def ready():
     print("ready", flush=True)
@@ -177,8 +170,7 @@ def time_method_side_by_side(method: str, steps: int = 30, jobs: int = 2,
                                                 for r in results)}
 
 
-def floor_parts(repeats: int = 200,
-                experiments_file: str | Path = "papers/dpfermi/experiments.yaml") -> dict:
+def floor_parts(repeats: int = 200, experiments_file: str | Path = EXPERIMENTS_FILE) -> dict:
     """Milliseconds per step, on this process's threads, of the three parts no linear method's
     step can skip, on DP-FERMI's paper-scale Adult job (its R runs, batch 1,024, each run's own
     batch stream): drawing the Poisson batches (:func:`~dpminimax.kernels.sampling.poisson_batches`,
@@ -198,7 +190,7 @@ def floor_parts(repeats: int = 200,
     data = load_dataset(job.dataset)
     runs = len(expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, job.params))
     n = len(data.y_train)
-    q = min(1.0, job.params.get("batch_size", 1024) / n)
+    q = min(1.0, job.params["batch_size"] / n)
     generators = [make_generator(r, "floor") for r in range(runs)]
     index, mask = poisson_batches(n, q, generators)
     rows = training_rows(data, torch.device("cpu")).take(index)
@@ -223,7 +215,7 @@ def floor_parts(repeats: int = 200,
 
 #: :func:`floor_parts` in a one-thread process.
 _FLOOR_JOB = _ONE_THREAD + """
-from dpminimax.bench_fermi_grid import floor_parts
+from dpminimax.bench.dpfermi import floor_parts
 print(json.dumps(floor_parts({repeats})), flush=True)
 """
 
@@ -253,9 +245,10 @@ def time_floor(repeats: int = 200, jobs: int = 2) -> dict:
 
 def run_fermi_grid_benchmark(steps: int = 30, jobs: int | None = None) -> dict:
     """The grid's work per method, every method's measured throughput and the estimated
-    minutes (target <= 10): each method timed as one process on all of torch's threads, or,
-    with ``jobs``, as that many one-thread jobs side by side (the workflow's default); and the
-    floor no implementation on these kernels and streams can beat (:func:`time_floor`)."""
+    minutes (against the settings' target): each method timed as one process on all of torch's
+    threads, or, with ``jobs``, as that many one-thread jobs side by side (the workflow's
+    default); and the floor no implementation on these kernels and streams can beat
+    (:func:`time_floor`)."""
     work = grid_work()
     timing = {method: (time_method(method, steps=steps) if jobs is None
                        else time_method_side_by_side(method, steps=steps, jobs=jobs))
@@ -264,6 +257,44 @@ def run_fermi_grid_benchmark(steps: int = 30, jobs: int | None = None) -> dict:
                for method in work}
     return {"work_per_method": work, "example_gradients": sum(work.values()),
             "timing_per_method": timing, "minutes_per_method": minutes,
-            "estimated_minutes": sum(minutes.values()), "target_minutes": 10.0,
+            "estimated_minutes": sum(minutes.values()),
+            "target_minutes": benchmark_settings(EXPERIMENTS_FILE, "fermi_grid")["target_minutes"],
             "threads": 1 if jobs else torch.get_num_threads(), "jobs": jobs or 1,
             "floor": time_floor(jobs=jobs or torch.get_num_threads())}
+
+
+def jagielski_jobs(experiments_file: str | Path = EXPERIMENTS_FILE, scale: str = "paper"):
+    """The training jobs of the ``jagielski`` settings' method at ``scale``."""
+    method = benchmark_settings(experiments_file, "jagielski")["method"]
+    return [job for job in expand_jobs(load_experiments(experiments_file), scale)
+            if job.method == method]
+
+
+def job_label(job) -> str:
+    """``experiment/dataset/eps~epsilon``: how the benchmark names a job."""
+    return f"{job.experiment}/{job.dataset}/eps~{job.epsilon}"
+
+
+def run_jagielski_benchmark(experiments_file: str | Path = EXPERIMENTS_FILE,
+                            scale: str = "paper") -> dict:
+    """Seconds per job and in total, against the settings' ``target_minutes``."""
+    settings = benchmark_settings(experiments_file, "jagielski")
+    retain_freed_memory()
+    timed, skipped, datasets = [], [], {}
+    for job in jagielski_jobs(experiments_file, scale):
+        if job.dataset not in datasets:  # each dataset is prepared once, not once per epsilon
+            try:
+                datasets[job.dataset] = load_dataset(job.dataset)
+            except DatasetNotFoundError:
+                datasets[job.dataset] = None
+        if datasets[job.dataset] is None:
+            skipped.append(job_label(job))
+            continue
+        runs = expand_runs(job.seeds, float(job.epsilon), job.delta, dict(job.params))
+        start = time.perf_counter()
+        get_method(job.method).fit(datasets[job.dataset], runs, torch.device("cpu"))
+        timed.append({"job": job_label(job), "runs": len(runs),
+                      "seconds": time.perf_counter() - start})
+    total = sum(row["seconds"] for row in timed)
+    return {"jobs": timed, "skipped": skipped, "total_minutes": total / 60.0,
+            "target_minutes": settings["target_minutes"], "threads": torch.get_num_threads()}
