@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from functools import cache
 from pathlib import Path
@@ -35,3 +36,76 @@ def fingerprint_files(root: Path, parts: tuple[str, ...] = ()) -> str:
         digest.update(b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _data_module(obj: object) -> str | None:
+    """``"data/<module>.py"`` of a loader or sample writer (unwrapping ``functools.partial``)."""
+    module = getattr(getattr(obj, "func", obj), "__module__", "") or ""
+    prefix = "dpminimax.data."
+    return f"data/{module[len(prefix):]}.py" if module.startswith(prefix) else None
+
+
+def _data_imports(root: Path, part: str) -> set[str]:
+    """The ``data/*.py`` modules that ``part`` imports (``from dpminimax.data[.x] import ...``)."""
+    imported = set()
+    for node in ast.walk(ast.parse((root / part).read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("dpminimax.data."):
+                imported.add(f"data/{node.module.split('.')[2]}.py")
+            elif node.module == "dpminimax.data":
+                imported.update(f"data/{alias.name}.py" for alias in node.names)
+    return {name for name in imported if (root / name).is_file()}
+
+
+def dataset_code_parts() -> tuple[dict[str, set[str]], tuple[str, ...]]:
+    """Each dataset's own modules (its loader's and sample writer's, with the dataset modules
+    they import) and the shared ``data/*.py`` modules (all others)."""
+    from dpminimax.data.registry import get_dataset_spec, list_datasets
+
+    root = Path(dpminimax.__file__).resolve().parent
+    direct = {}
+    for name in list_datasets():
+        spec = get_dataset_spec(name)
+        direct[name] = {m for m in (_data_module(spec.loader), _data_module(spec.sample_writer))
+                        if m}
+    dataset_modules = set().union(*direct.values())
+    own = {}
+    for name, modules in direct.items():
+        todo, seen = list(modules), set()
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo += sorted(_data_imports(root, module) & dataset_modules)
+        own[name] = seen
+    shared = sorted(p.relative_to(root).as_posix() for p in (root / "data").glob("*.py")
+                    if p.relative_to(root).as_posix() not in dataset_modules)
+    return own, tuple(shared)
+
+
+def training_data_parts() -> tuple[str, ...]:
+    """The shared data modules training depends on: all but the catalogue (``registry.py``), so
+    adding a dataset changes no training fingerprint (a dataset's own code reaches its training
+    jobs through its prepared files)."""
+    return tuple(part for part in dataset_code_parts()[1] if part != "data/registry.py")
+
+
+def dataset_code_fingerprint(name: str, *extra: str) -> str:
+    """The prepare fingerprint of dataset ``name``: the shared data code, ``extra`` parts (e.g.
+    ``"atomic.py"``), the dataset's own modules and, for a declared dataset, its YAML file."""
+    from dpminimax.data.registry import get_dataset_spec
+
+    own, shared = dataset_code_parts()
+    code = code_fingerprint(*sorted({*shared, *extra, *own[name]}))
+    declaration = get_dataset_spec(name).declaration
+    if declaration is None:
+        return code
+    digest = hashlib.sha256(code.encode() + b"\0" + Path(declaration).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def train_code_fingerprint() -> str:
+    """The fingerprint of everything a training job (train + attack) runs: the workflow's
+    train rule carries it as a param, and a job stamps it into its metrics as ``code_version``."""
+    return code_fingerprint("algorithms", "kernels", "privacy", "models", "metrics",
+                            *training_data_parts(), "attacks", "api.py", "seeding.py")

@@ -10,7 +10,7 @@ rule prepare_data:
             wildcards.dataset, config["data"]["max_rows"]),
         split_seed=config["data"]["split_seed"],
         missing_data=config["data"].get("missing_data", "standin"),
-        code=DATA_CODE,
+        code=lambda wildcards: DATA_CODE(wildcards.dataset),
     conda:
         CONDA_ENV
     log:

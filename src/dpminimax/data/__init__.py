@@ -3,7 +3,8 @@ parsed from their canonical formats, encoded and split into a :class:`PreparedDa
 
 Modules: :mod:`~dpminimax.data.locate` (search path, download, checksums),
 :mod:`~dpminimax.data.adult`, :mod:`~dpminimax.data.credit_card`, :mod:`~dpminimax.data.images`,
-:mod:`~dpminimax.data.synthetic` (parsers and sample writers), :mod:`~dpminimax.data.tabular`
+:mod:`~dpminimax.data.synthetic` (parsers and sample writers), :mod:`~dpminimax.data.declared`
+(tabular datasets declared in YAML, ``docs/datasets.md``), :mod:`~dpminimax.data.tabular`
 (encoding), :mod:`~dpminimax.data.splits`, :mod:`~dpminimax.data.storage` (arrays.npz +
 meta.json) and :mod:`~dpminimax.data.registry`.
 """

@@ -10,6 +10,7 @@ from dpminimax.data import (
     adult,
     celeba,
     credit_card,
+    declared,
     heart,
     images,
     parkinsons,
@@ -159,15 +160,26 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
 )}
 
 
+def declared_specs() -> dict[str, DatasetSpec]:
+    """The YAML-declared datasets (shipped and ``$DPMINIMAX_DATASETS``), read on each call."""
+    specs = {}
+    for name, decl in declared.find_declarations().items():
+        if name in DATASETS:
+            raise declared.DeclarationError(
+                f"{decl['_path']}: {name!r} is a built-in dataset; choose another name")
+        specs[name] = declared.spec_from_declaration(decl)
+    return specs
+
+
 def list_datasets() -> list[str]:
-    """Names of the registered datasets, sorted."""
-    return sorted(DATASETS)
+    """Names of the registered datasets (built-in and declared), sorted."""
+    return sorted([*DATASETS, *declared_specs()])
 
 
 def get_dataset_spec(name: str) -> DatasetSpec:
     """The registry entry of ``name``; :class:`UnknownDatasetError` lists the known names."""
     try:
-        return DATASETS[name]
+        return DATASETS[name] if name in DATASETS else declared_specs()[name]
     except KeyError:
         raise UnknownDatasetError(
             f"unknown dataset {name!r}; known datasets: {', '.join(list_datasets())}") from None

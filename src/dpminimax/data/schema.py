@@ -89,7 +89,8 @@ class DatasetSpec:
 
     ``test_fraction`` is the dataset's default share of the test split (tabular data).
     ``folder`` names the directory searched for the files (variants of one dataset share it;
-    default: ``name``).
+    default: ``name``). ``declaration`` is the YAML file of a declared dataset
+    (:mod:`~dpminimax.data.declared`).
     """
 
     name: str
@@ -103,6 +104,7 @@ class DatasetSpec:
     sample_writer: SampleWriter | None = None
     test_fraction: float = 0.25
     folder: str | None = None
+    declaration: Path | None = None
 
 
 @dataclass
