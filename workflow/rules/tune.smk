@@ -15,7 +15,11 @@ rule tune:
         run_config=lambda wildcards: job_of(wildcards).run_config(TRAIN_CODE),
         code=TRAIN_CODE,
     resources:
-        gpu=0,
+        # Per job: a paper-scale network asks for a GPU (Job.gpus, which the SLURM plugin
+        # sends as --gpus) and trains for hours; cluster minutes / MB, doubled on a retry.
+        gpu=lambda wildcards: job_of(wildcards).gpus,
+        runtime=lambda wildcards, attempt: attempt * (1440 if job_of(wildcards).gpus else 240),
+        mem_mb=lambda wildcards, attempt: attempt * (32000 if job_of(wildcards).gpus else 8000),
     conda:
         CONDA_ENV
     log:
