@@ -13,7 +13,6 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/attack.smk"
 include: "workflow/rules/report.smk"
 
 

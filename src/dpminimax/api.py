@@ -17,12 +17,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from dpminimax.algorithms import expand_runs, get_method
 from dpminimax.algorithms.jagielski2019 import LogisticMixture
-from dpminimax.atomic import atomic_path, write_json
+from dpminimax.atomic import atomic_directory, atomic_path, write_json
 from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_attack
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared, save_prepared
 from dpminimax.data.inputs import split_inputs
@@ -32,7 +33,7 @@ from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.metrics import classification_report
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork
-from dpminimax.provenance import code_fingerprint
+from dpminimax.provenance import train_code_fingerprint
 from dpminimax.tuning import choose_configs
 from dpminimax.tuning.protocol import (
     TuningSpec,
@@ -102,7 +103,7 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Pa
     """
     out = Path(out_dir)
     config = {**run_config, "data_dir": str(Path(data_dir).resolve()),
-              "out_dir": str(out.resolve())}
+              "out_dir": str(out.resolve()), **_code_versions(run_config)}
     data = load_prepared(data_dir)
     method = get_method(config["method"])
     epsilon = parse_epsilon(config["epsilon"])
@@ -121,19 +122,20 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Pa
         fit, records = fit_with_selection(method, data, runs, device, x_val=x_val, y_val=y_val,
                                           eval_every=tuning.eval_every)
         records = [{"config_id": i, **record} for i, record in zip(ids, records, strict=True)]
+    require_finite(fit, method.name)
     table = _run_table(config, method, fit, data, device, records)
-    _write_parquet(table, out / "metrics.parquet")
-    write_json(out / "accounting.json", {
-        "runs": [{"run_id": run.run_id, **acc} for run, acc in zip(fit.runs, fit.accounting,
-                                                                   strict=True)]
-    })
-    with atomic_path(out / "model.pt") as tmp:
+    with atomic_directory(out) as tmp:  # all four files are new, or none is
+        _write_parquet(table, tmp / "metrics.parquet")
+        write_json(tmp / "accounting.json", {
+            "runs": [{"run_id": run.run_id, **acc} for run, acc in zip(fit.runs, fit.accounting,
+                                                                       strict=True)]
+        })
         torch.save({
             "model": {"name": fit.model.name, **_plain_fields(fit.model)},
             "state": {k: v.cpu() for k, v in fit.state.items()},
             "run_ids": [run.run_id for run in fit.runs],
-        }, tmp)
-    write_json(out / "run_config.json", config)
+        }, tmp / "model.pt")
+        write_json(tmp / "run_config.json", config)
     return table
 
 
@@ -144,7 +146,7 @@ def tune(run_config: Mapping[str, Any], data_dir: str | Path, out_path: str | Pa
     The test-set columns are written for inspection only; the choice uses validation accuracy
     and train-set constraint values (:func:`select_configs`). Outside the privacy guarantee.
     """
-    config = dict(run_config)
+    config = {**run_config, **_code_versions(run_config)}
     data = load_prepared(data_dir)
     method = get_method(config["method"])
     tuning = TuningSpec.from_dict(config["tuning"])
@@ -178,12 +180,44 @@ def select_configs(run_config: Mapping[str, Any], trials_path: str | Path,
     return chosen
 
 
+class NonFiniteResultError(RuntimeError):
+    """A trained run holds NaN or infinite values: it is an error, never a result."""
+
+
+def require_finite(fit, method: str) -> None:
+    """Raise :class:`NonFiniteResultError` naming the first run (and state entry) of ``fit``
+    that is not finite: a diverged step size or a non-finite hyper-parameter (``lr: nan``)."""
+    for key, value in fit.state.items():
+        if not torch.is_floating_point(value):
+            continue
+        finite = torch.isfinite(value.reshape(value.shape[0], -1)).all(dim=1)
+        if not bool(finite.all()):
+            r = int((~finite).nonzero()[0])
+            raise NonFiniteResultError(
+                f"method {method!r}, run {fit.runs[r].run_id}: {key} is not finite after "
+                f"training ({int((~finite).sum())} of {len(fit.runs)} runs); check the step "
+                "sizes and hyper-parameters (a NaN lr, a diverging lr). No result was written.")
+
+
 def _start(method, data: PreparedDataset) -> torch.device:
     device = default_device()
     retain_freed_memory()
     torch.manual_seed(0)
     log.info("training %s on %s (device %s)", method.name, data.name, device)
     return device
+
+
+def _code_versions(run_config: Mapping[str, Any]) -> dict[str, str]:
+    """``code_version``: the fingerprint of the code running now (what the results come from);
+    a different recorded one (a replayed job, an edited config) is kept beside it as
+    ``recorded_code_version``, with a warning."""
+    running = train_code_fingerprint()
+    recorded = run_config.get("code_version")
+    if recorded is None or recorded == running:
+        return {"code_version": running}
+    log.warning("run config was recorded with code %s; this code is %s: the results may "
+                "differ from the recorded ones", recorded, running)
+    return {"code_version": running, "recorded_code_version": str(recorded)}
 
 
 def _plain(value: Any) -> Any:
@@ -203,6 +237,11 @@ def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
     extra = method.extra_metrics(fit, data, device)
     rows = []
     for r, run in enumerate(fit.runs):
+        degenerate = bool(np.unique(predictions[r]).size == 1)
+        if degenerate:
+            log.warning("%s run %s predicts one class for every test example (a constant "
+                        "predictor): its accuracy is the majority rate, its fairness gaps 0",
+                        method.name, run.run_id)
         metrics = {**classification_report(data.y_test, predictions[r], data.s_test),
                    **_train_metrics(classification_report(data.y_train, train_predictions[r],
                                                           data.s_train)),
@@ -213,12 +252,13 @@ def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
             **metrics,
             **records[r],
             "train_loss": float(train_losses[r]),
+            "degenerate_predictor": degenerate,
             "data_standin": bool(data.meta.get("standin", False)),
             "accountant": fit.accounting[r]["accountant"],
             "epsilon_spent": fit.accounting[r]["epsilon"],
             **({"epsilon_paper_accounting": fit.accounting[r]["epsilon_paper_accounting"]}
                if "epsilon_paper_accounting" in fit.accounting[r] else {}),
-            "code_version": config.get("code_version", code_fingerprint()),
+            "code_version": config.get("code_version") or train_code_fingerprint(),
         })
     return pd.DataFrame(rows)
 
@@ -276,7 +316,12 @@ def make_figure(
     """Draw figure ``figure`` (a key of :data:`dpminimax.report.registry.FIGURES`) from the runs
     table; ``reported`` is a CSV of the numbers a paper plotted, overlaid on trade-off figures
     and labelled "reported"."""
-    from dpminimax.report.figures import save_figure, stamp_standin, standin_datasets
+    from dpminimax.report.figures import (
+        save_figure,
+        stamp_seeds,
+        stamp_standin,
+        standin_datasets,
+    )
     from dpminimax.report.reference import load_reported
     from dpminimax.report.registry import FigureRequest, get_drawer
 
@@ -286,10 +331,11 @@ def make_figure(
         table = table.loc[table["experiment"] == experiment]
     fig = draw(table, FigureRequest(out_paths=list(out_paths), delta=delta,
                                     reported=load_reported(reported) if reported else None))
+    stamp_seeds(fig, table)
     standins = standin_datasets(table)
     if standins:  # never let a stand-in figure pass for a result
         stamp_standin(fig, standins)
-        save_figure(fig, list(out_paths))
+    save_figure(fig, list(out_paths))
 
 
 def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path, *,
@@ -304,21 +350,6 @@ def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path
     result = compute(table.loc[table["experiment"] == experiment])
     write_table(result, out_path)
     return result
-
-
-def benchmark_table2(data_dirs: Mapping[str, str | Path], out_path: str | Path,
-                     repeats: int = 200) -> dict:
-    """RaCO-DP Table 2 (per-step times of SGD, DP-SGD, RaCO-DP, DP-FERMI; one process) on the
-    prepared datasets ``{name: data_dir}``; JSON with every result and the ``claims`` they
-    measure (:func:`dpminimax.bench_racodp.table2_claims`)."""
-    from dpminimax.bench_racodp import run_racodp_benchmark, table2_claims
-
-    results = {name: run_racodp_benchmark(name, repeats=repeats, data=load_prepared(path))
-               for name, path in data_dirs.items()}
-    payload = {"results": results, "claims": table2_claims(results),
-               "note": "timed inside the workflow: other jobs may share the cores"}
-    write_json(out_path, payload)
-    return payload
 
 
 def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
@@ -362,14 +393,48 @@ def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
     return summary
 
 
+def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
+                  notebook_out: str | Path | None = None,
+                  reported: str | Path | None = None, claims: bool = False,
+                  timeout: int = 600) -> None:
+    """The paper's report notebook (:func:`dpminimax.report.notebook.build_notebook` from its
+    ``experiments.yaml``), executed in the directory of ``html_out`` (the paper's results
+    directory, holding ``runs.parquet`` and ``tables/``) and written there as HTML, and as the
+    executed ``.ipynb`` if ``notebook_out`` is given. ``reported``: the CSV of the numbers the
+    paper plotted; ``claims``: include ``tables/claims.md``."""
+    import nbformat
+
+    from dpminimax.experiments import load_experiments
+    from dpminimax.report.notebook import (
+        build_notebook,
+        execute_notebook,
+        notebook_html,
+        relative,
+    )
+
+    where = Path(html_out).parent
+    notebook = build_notebook(
+        load_experiments(experiments_path), results=".", claims=claims,
+        reported=relative(reported, where) if reported else None,
+        source=Path(experiments_path).as_posix())
+    execute_notebook(notebook, where, timeout=timeout)
+    with atomic_path(html_out) as tmp:
+        tmp.write_text(notebook_html(notebook), encoding="utf-8")
+    if notebook_out is not None:
+        with atomic_path(notebook_out) as tmp:
+            nbformat.write(notebook, str(tmp))
+
+
 def _train_metrics(report: Mapping[str, float]) -> dict[str, float]:
     """The same metrics on the training set: ``train_accuracy``, ``train_dp_violation`` ..."""
     return {"train_" + key.removeprefix("test_"): value for key, value in report.items()}
 
 
 def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
+    """Run-table identity columns (``paper``/``experiment`` only where the config has them:
+    :func:`dpminimax.estimator.fit` trains outside any paper)."""
     return {
-        "paper": config["paper"], "experiment": config["experiment"],
+        **{key: config[key] for key in ("paper", "experiment") if key in config},
         "dataset": config["dataset"], "method": config["method"],
         "epsilon": run.epsilon, "delta": run.delta, "seed": run.seed, "run_id": run.run_id,
     }
@@ -400,6 +465,6 @@ def _write_parquet(table: pd.DataFrame, path: str | Path) -> None:
         table.to_parquet(tmp, index=False)
 
 
-__all__ = ["aggregate", "attack", "benchmark_table2", "log_to", "make_claims_table",
+__all__ = ["aggregate", "attack", "log_to", "make_claims_table",
            "make_experiment_table", "make_figure", "make_table", "prepare_dataset",
            "select_configs", "set_threads", "train", "tune"]

@@ -1,7 +1,8 @@
-"""Atomic file writes: a killed job never leaves a file that looks complete.
+"""Atomic writes: a killed job never leaves a file, or a set of files, that looks complete.
 
-Everything is written to a temporary file in the destination directory and moved into place with
-``os.replace`` (atomic on POSIX within one file system).
+A file is written to a temporary file in the destination directory and moved into place with
+``os.replace`` (atomic on POSIX within one file system); a job's whole output directory is
+written under a temporary name and renamed into place at the end (:func:`atomic_directory`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,34 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; if the block succeeds it replaces
+    ``path`` whole (the old directory, if any, is removed only after the new one is complete),
+    otherwise it is removed and ``path`` is left as it was. Leftovers of killed writers
+    (``.<name>.tmp-*`` directories, ``.*.part`` files) are removed first."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    if target.is_dir():
+        for stale in target.glob(".*.part"):
+            stale.unlink(missing_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+            os.replace(target, old / target.name)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

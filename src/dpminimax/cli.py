@@ -3,7 +3,9 @@
     dpminimax account dpsgd --q Q --sigma S --steps T --delta D [--accountant rdp|pld]
     dpminimax account racodp --q Q --sigma S --laplace-scale B --steps T --delta D
     dpminimax calibrate dpsgd --q Q --steps T --epsilon E --delta D [--accountant rdp|pld]
+    dpminimax calibrate racodp --q Q --sigma S --laplace-scale B --epsilon E --delta D
     dpminimax data list | dpminimax data prepare NAME --out DIR [--max-rows N]
+    dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
     dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow [--json] [--repeats N]
@@ -17,6 +19,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+
+def _in_range(low: float, high: float, *, closed_high: bool = False, integer: bool = False):
+    """An argparse type: a number in (low, high) (or (low, high]), checked before any
+    accountant sees it, so a bad value is one line naming the option."""
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        ok = low < value and (value <= high if closed_high else value < high)
+        if not ok or value != value:
+            bracket = "]" if closed_high else ")"
+            raise argparse.ArgumentTypeError(f"must be in ({low:g}, {high:g}{bracket}, got {text}")
+        return value
+    return parse
+
+
+RATE = _in_range(0.0, 1.0, closed_high=True)
+DELTA = _in_range(0.0, 1.0)
+POSITIVE = _in_range(0.0, float("inf"))
+STEPS = _in_range(0, 10**15, closed_high=True, integer=True)
 
 
 def _print(obj: Any) -> None:
@@ -39,7 +63,8 @@ def _account(args: argparse.Namespace) -> None:
         event = racodp_event(*mechanism)
     record = accounting_record(event, args.delta, args.accountant)
     out = {k: record[k] for k in ("epsilon", "delta", "accountant", "event",
-                                  "neighboring_relation", "method")}
+                                  "neighboring_relation", "method", "epsilon_pld_product",
+                                  "epsilon_rdp_general") if k in record}
     if args.mechanism == "racodp":
         paper = epsilon(paper_accounting_event(*mechanism), args.delta, "pld")
         out.update(epsilon_paper_accounting=paper, accounting_gap=record["epsilon"] - paper,
@@ -58,6 +83,11 @@ def _account_dispatch(args: argparse.Namespace) -> None:
 def _calibrate(args: argparse.Namespace) -> None:
     from dpminimax.privacy import calibrate_noise_multiplier, dpsgd_event, epsilon
 
+    if args.mechanism == "racodp":
+        _calibrate_racodp(args)
+        return
+    if args.steps is None:
+        raise SystemExit("dpminimax calibrate dpsgd: --steps is required")
     sigma = calibrate_noise_multiplier(args.q, args.steps, args.epsilon, args.delta,
                                        args.accountant)
     achieved = epsilon(dpsgd_event(args.q, sigma, args.steps), args.delta, args.accountant)
@@ -66,12 +96,37 @@ def _calibrate(args: argparse.Namespace) -> None:
             "steps": args.steps})
 
 
+def _calibrate_racodp(args: argparse.Namespace) -> None:
+    """Largest RaCO-DP step count <= --max-steps within (epsilon, delta), as training plans it."""
+    from dpminimax.algorithms.base import RunSpec
+    from dpminimax.algorithms.racodp import RacoDp
+
+    if args.sigma is None or args.histogram_scale is None:
+        raise SystemExit("dpminimax calibrate racodp: --sigma and --laplace-scale are required")
+    mechanism = (args.sigma, args.histogram_scale, "laplace")
+    run = RunSpec(seed=0, epsilon=args.epsilon, delta=args.delta, params={})
+    shared = {"max_steps": args.max_steps, "accountant": args.accountant}
+    steps = RacoDp().steps(args.q, mechanism, run, shared)
+    record = RacoDp().account(args.q, mechanism, steps, run, shared)
+    _print({"steps": steps, "epsilon_achieved": record["epsilon"],
+            "epsilon_target": args.epsilon, "delta": args.delta, "method": record["method"],
+            **{k: record[k] for k in ("epsilon_pld_product", "epsilon_rdp_general",
+                                      "epsilon_paper_accounting") if k in record},
+            "accountant": args.accountant, "q": args.q,
+            "max_steps": args.max_steps})
+
+
 def _data(args: argparse.Namespace) -> None:
     from dpminimax import api
     from dpminimax.data import list_datasets
 
     if args.data_command == "list":
         _print(list_datasets())
+        return
+    if args.data_command == "hash":
+        from dpminimax.data.declared import pin_snippet
+
+        sys.stdout.write("".join(pin_snippet(path) for path in args.files))
         return
     dataset = api.prepare_dataset(args.name, args.out, max_rows=args.max_rows,
                                   split_seed=args.split_seed)
@@ -93,30 +148,28 @@ def _train(config_path: Path, data_dir: str | None, out_dir: str | None) -> None
 
 def _bench(args: argparse.Namespace) -> None:
     if args.suite == "racodp":
-        from dpminimax.bench_racodp import run_racodp_benchmark
+        from dpminimax.bench.racodp import run_table2
 
-        result = {name: run_racodp_benchmark(name, repeats=max(args.repeats, 50))
-                  for name in ("adult", "credit-card")}
+        result = run_table2(repeats=max(args.repeats, 50))
     elif args.suite == "fermi-grid":
-        from dpminimax.bench_fermi_grid import run_fermi_grid_benchmark
+        from dpminimax.bench.dpfermi import run_fermi_grid_benchmark
 
         result = run_fermi_grid_benchmark(steps=args.repeats, jobs=args.jobs)
     elif args.suite == "jagielski":
-        from dpminimax.bench_jagielski import run_jagielski_benchmark
+        from dpminimax.bench.dpfermi import run_jagielski_benchmark
 
         result = run_jagielski_benchmark()
     elif args.suite == "tuning":
-        from dpminimax.bench_tuning import DATASETS, run_tuning_benchmark
+        from dpminimax.bench.racodp import run_tuning_benchmark
 
-        result = run_tuning_benchmark(args.mode, configs=args.configs,
-                                      datasets=args.datasets or DATASETS,
+        result = run_tuning_benchmark(args.mode, configs=args.configs, datasets=args.datasets,
                                       epsilons=args.epsilons, steps=min(args.repeats, 20))
     elif args.suite == "workflow":
-        from dpminimax.bench_workflow import time_dry_run
+        from dpminimax.bench.workflow import time_dry_run
 
         result = time_dry_run(".", scale="paper", repeats=min(args.repeats, 5))
     else:
-        from dpminimax.bench import run_kernel_benchmarks
+        from dpminimax.bench.kernels import run_kernel_benchmarks
 
         result = run_kernel_benchmarks(repeats=args.repeats)
     if args.json:
@@ -129,73 +182,103 @@ def _bench(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpminimax", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error instead of one line")
     commands = parser.add_subparsers(dest="command", required=True)
 
     account = commands.add_parser("account", help="epsilon of a mechanism")
-    account.add_argument("mechanism", choices=["dpsgd", "racodp"])
-    account.add_argument("--q", type=float, required=True, help="Poisson sampling rate")
-    account.add_argument("--sigma", type=float, required=True, help="noise multiplier")
+    account.add_argument("mechanism", choices=["dpsgd", "racodp"],
+                         help="dpsgd: the subsampled Gaussian; racodp: its Laplace (or Gaussian) "
+                              "histogram and Gaussian gradient from one Poisson batch")
+    account.add_argument("--q", type=RATE, required=True, help="Poisson sampling rate")
+    account.add_argument("--sigma", type=POSITIVE, required=True, help="noise multiplier")
     scales = account.add_mutually_exclusive_group()
-    scales.add_argument("--laplace-scale", type=float, dest="histogram_scale",
+    scales.add_argument("--laplace-scale", type=POSITIVE, dest="histogram_scale",
                         help="racodp: Laplace scale of the histogram noise (the paper's 1/b)")
-    scales.add_argument("--gaussian-scale", type=float, dest="gaussian_scale",
+    scales.add_argument("--gaussian-scale", type=POSITIVE, dest="gaussian_scale",
                         help="racodp: std of Gaussian histogram noise (the variant)")
-    account.add_argument("--steps", type=int, required=True)
-    account.add_argument("--delta", type=float, required=True)
-    account.add_argument("--accountant", choices=["rdp", "pld"], default="rdp")
+    account.add_argument("--steps", type=STEPS, required=True, help="number of steps (T)")
+    account.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
+    account.add_argument("--accountant", choices=["rdp", "pld"], default="rdp",
+                         help="dp_accounting's accountant for the events it supports")
     account.set_defaults(handler=_account_dispatch)
 
-    calibrate = commands.add_parser("calibrate", help="noise multiplier for a target epsilon")
-    calibrate.add_argument("mechanism", choices=["dpsgd"])
-    calibrate.add_argument("--q", type=float, required=True)
-    calibrate.add_argument("--steps", type=int, required=True)
-    calibrate.add_argument("--epsilon", type=float, required=True)
-    calibrate.add_argument("--delta", type=float, required=True)
-    calibrate.add_argument("--accountant", choices=["rdp", "pld"], default="rdp")
+    calibrate = commands.add_parser(
+        "calibrate", help="dpsgd: noise multiplier; racodp: step count, for a target epsilon")
+    calibrate.add_argument("mechanism", choices=["dpsgd", "racodp"],
+                           help="what to calibrate (see the command's help)")
+    calibrate.add_argument("--q", type=RATE, required=True, help="Poisson sampling rate")
+    calibrate.add_argument("--steps", type=STEPS, help="dpsgd: step count")
+    calibrate.add_argument("--sigma", type=POSITIVE, help="racodp: gradient noise multiplier")
+    calibrate.add_argument("--laplace-scale", type=POSITIVE, dest="histogram_scale",
+                           help="racodp: Laplace scale of the histogram noise")
+    calibrate.add_argument("--max-steps", type=STEPS, default=5000, help="racodp: step cap")
+    calibrate.add_argument("--epsilon", type=POSITIVE, required=True, help="target epsilon > 0")
+    calibrate.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
+    calibrate.add_argument("--accountant", choices=["rdp", "pld"], default="rdp",
+                           help="dp_accounting's accountant for the events it supports")
     calibrate.set_defaults(handler=_calibrate)
 
-    data = commands.add_parser("data", help="list or prepare datasets")
+    data = commands.add_parser("data", help="list, prepare or pin (hash) datasets")
     data_commands = data.add_subparsers(dest="data_command", required=True)
-    data_commands.add_parser("list")
-    prepare = data_commands.add_parser("prepare")
-    prepare.add_argument("name")
-    prepare.add_argument("--out", required=True)
-    prepare.add_argument("--max-rows", type=int, default=None)
-    prepare.add_argument("--split-seed", type=int, default=100)
+    data_commands.add_parser("list", help="every registered dataset and where it is found")
+    prepare = data_commands.add_parser("prepare", help="verify, preprocess and split a dataset")
+    prepare.add_argument("name", help="a dataset name (dpminimax data list)")
+    prepare.add_argument("--out", required=True, help="output dir (arrays.npz, meta.json)")
+    prepare.add_argument("--max-rows", type=int, default=None,
+                         help="keep this many rows before splitting (default: all)")
+    prepare.add_argument("--split-seed", type=int, default=100,
+                         help="seed of the train/test split (the workflow's: 100)")
+    pin = data_commands.add_parser(
+        "hash", help="print the sha256 and size of files, as YAML to paste into the files: "
+                     "list of a dataset declaration (docs/datasets.md)")
+    pin.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the canonical file(s)")
     data.set_defaults(handler=_data)
 
     train = commands.add_parser("train", help="train one job from a run config")
-    train.add_argument("config", type=Path)
-    train.add_argument("--data", required=True)
-    train.add_argument("--out", required=True)
+    train.add_argument("config", type=Path, help="a run_config.json (as the workflow writes)")
+    train.add_argument("--data", required=True, help="prepared data dir (arrays.npz, meta.json)")
+    train.add_argument("--out", required=True, help="output dir (written atomically)")
     train.set_defaults(handler=lambda a: _train(a.config, a.data, a.out))
 
     rerun = commands.add_parser("rerun", help="replay a job from its run_config.json")
-    rerun.add_argument("config", type=Path)
+    rerun.add_argument("config", type=Path, help="the job's run_config.json")
     rerun.add_argument("--data", default=None, help="prepared data dir (default: the recorded one)")
     rerun.add_argument("--out", default=None, help="write here instead of the recorded dir")
     rerun.set_defaults(handler=lambda a: _train(a.config, a.data, a.out))
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "tuning", "workflow"])
-    bench.add_argument("--json", action="store_true")
-    bench.add_argument("--repeats", type=int, default=30)
+                                          "tuning", "workflow"],
+                       help="which benchmark (BENCHMARKS.md lists what each measures)")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--repeats", type=int, default=30, help="timed steps (or runs) per method")
     bench.add_argument("--mode", choices=["estimate", "full"], default="estimate",
                        help="tuning: time the protocol end to end or estimate it")
-    bench.add_argument("--configs", type=int, default=40, help="tuning: phase-1 configurations")
+    bench.add_argument("--configs", type=int, default=None,
+                       help="tuning: phase-1 configurations (default: the paper's benchmark)")
     bench.add_argument("--jobs", type=int, default=None,
                        help="fermi-grid: time every method as this many one-thread jobs side "
                             "by side (the workflow's default profile) instead of one process")
-    bench.add_argument("--datasets", nargs="+", default=None, help="tuning: datasets")
+    bench.add_argument("--datasets", nargs="+", default=None,
+                       help="tuning: datasets (default: the paper's benchmark)")
     bench.add_argument("--epsilons", nargs="+", default=None, help="tuning: epsilons")
     bench.set_defaults(handler=_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    args.handler(args)
+    """Run one command; an error is one line on stderr and exit status 2 (``--debug``: the
+    traceback)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.handler(args)
+    except (ValueError, OSError, LookupError, RuntimeError) as err:
+        if args.debug:
+            raise
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        parser.exit(2, f"dpminimax {args.command}: error: {message}\n")
     return 0
 
 

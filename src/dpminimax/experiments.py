@@ -60,12 +60,20 @@ class Job:
     delta: float
     seeds: tuple[int, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
-    scale: str = "quick"
+    scale: str = "default"
     tuning: Mapping[str, Any] | None = None
 
     @property
     def tuned(self) -> bool:
         return self.tuning is not None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job asks a cluster for (the workflow's ``gpu`` resource): 1 for a network
+        (``model`` other than logistic regression) at the ``paper`` scale; 0 otherwise, since
+        the smaller scales train CPU-sized networks for a few steps."""
+        model = self.params.get("model", "logistic_regression")
+        return int(self.scale == "paper" and model != "logistic_regression")
 
     @property
     def tune_dir(self) -> str:
@@ -130,7 +138,9 @@ def expand_jobs(
                         else "dataset_override")
                 raise ExperimentConfigError(
                     f"{where}.{name}: unknown dataset {dataset!r}; known: {list_datasets()}")
-        datasets = _overridden(experiment["datasets"], dataset_override)
+        datasets = (_overridden(experiment["datasets"], dataset_override) if dataset_override
+                    else _scale_datasets(experiment["datasets"], at_scale,
+                                         f"{where}.scales.{scale}"))
         methods = {}
         for method_name in experiment["methods"]:
             try:
@@ -148,6 +158,10 @@ def expand_jobs(
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
             epsilons = _epsilons(method_spec, at_scale, method.private, m_where)
+            if not epsilons:
+                raise ExperimentConfigError(
+                    f"{where}.scales.{scale}.epsilons: selects none of method {method_name!r}'s "
+                    f"epsilons {method_spec.get('epsilons')}")
             by_epsilon = _epsilon_params(method_spec, m_where)
             for eps in epsilons:
                 params = {**(method_spec.get("params") or {}), **by_epsilon.get(eps, {}),
@@ -167,6 +181,20 @@ def expand_jobs(
 def _data_family(dataset: str) -> str:
     """"tabular" or "image" (image arrays and image files train the same networks)."""
     return "tabular" if get_dataset_spec(dataset).kind == "tabular" else "image"
+
+
+def _scale_datasets(datasets: list[str], at_scale: Mapping[str, Any], where: str) -> list[str]:
+    """The experiment's datasets kept by the scale's optional ``datasets`` filter (a smaller
+    scale may leave out a dataset, e.g. a stand-in, to fit its time budget)."""
+    keep = at_scale.get("datasets")
+    if keep is None:
+        return list(datasets)
+    unknown = [d for d in keep if d not in datasets]
+    if unknown or not keep:
+        raise ExperimentConfigError(
+            f"{where}.datasets: must be a non-empty subset of the experiment's datasets "
+            f"{list(datasets)}, got {list(keep)}")
+    return [d for d in datasets if d in keep]
 
 
 def _overridden(datasets: list[str], override: list[str] | None) -> list[str]:

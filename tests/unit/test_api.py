@@ -90,3 +90,44 @@ def test_experiment_table_is_computed_from_that_experiments_runs(tmp_path):
     assert winners[0.01] == "dpfermi" and winners[0.05] == "racodp"   # "other" is ignored
     with pytest.raises(ValueError, match="unknown table"):
         api.make_experiment_table(tmp_path / "runs.parquet", "nope", out, experiment="cmp")
+
+
+def test_a_constant_predictor_is_flagged(pipeline, tmp_path, caplog):
+    """lr = 0 leaves the zero weights: every test example gets one class. The run row says so
+    and the job log warns; trained runs are not flagged."""
+    root, _, runs = pipeline
+    assert not runs["degenerate_predictor"].any()
+    config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
+              "method": "nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0],
+              "params": {"lr": 0.0, "batch_size": 128, "epochs": 1}}
+    with caplog.at_level("WARNING", logger="dpminimax"):
+        table = api.train(config, root / "data", tmp_path / "flat")
+    assert table["degenerate_predictor"].all()
+    assert "constant predictor" in caplog.text
+
+
+@pytest.mark.parametrize("lr", [float("nan"), float("inf")])
+def test_a_non_finite_run_is_an_error_and_writes_nothing(pipeline, tmp_path, lr):
+    root, _, _ = pipeline
+    config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
+              "method": "nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0, 1],
+              "params": {"lr": lr, "batch_size": 128, "epochs": 1}}
+    with pytest.raises(api.NonFiniteResultError, match=r"run seed=0;.*not finite"):
+        api.train(config, root / "data", tmp_path / "job")
+    assert not (tmp_path / "job").exists()
+
+
+def test_a_replay_stamps_the_code_that_ran_and_warns_when_it_differs(pipeline, tmp_path,
+                                                                    caplog):
+    from dpminimax.provenance import train_code_fingerprint
+
+    root, (dp_dir, _), _ = pipeline
+    config = json.loads((dp_dir / "run_config.json").read_text())
+    config["code_version"] = "deadbeefdeadbeef"
+    with caplog.at_level("WARNING", logger="dpminimax"):
+        table = api.train(config, root / "data", tmp_path / "replay")
+    assert (table["code_version"] == train_code_fingerprint()).all()
+    assert "deadbeefdeadbeef" in caplog.text
+    saved = json.loads((tmp_path / "replay/run_config.json").read_text())
+    assert saved["recorded_code_version"] == "deadbeefdeadbeef"
+    assert saved["code_version"] == train_code_fingerprint()

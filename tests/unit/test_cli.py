@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
-from dpminimax.cli import main
+from dpminimax.cli import build_parser, main
 from dpminimax.privacy import dpsgd_event, epsilon
 
 
@@ -46,13 +47,83 @@ def test_missing_argument_exits_with_usage():
 def test_account_racodp_reports_sound_and_paper_epsilons(capsys):
     out = _run(capsys, "account", "racodp", "--q", "0.03", "--sigma", "4", "--laplace-scale",
                "4", "--steps", "1000", "--delta", "1e-5")
-    assert out["epsilon"] == pytest.approx(2.232082651637802, rel=1e-6)
+    assert out["epsilon"] == pytest.approx(1.30995482089787, rel=1e-6)
+    assert out["epsilon_pld_product"] == out["epsilon"]
+    assert out["epsilon_rdp_general"] == pytest.approx(2.232082651637802, rel=1e-6)
     assert out["epsilon_paper_accounting"] == pytest.approx(1.2754344186060387, rel=1e-6)
     assert out["accounting_gap"] > 0
-    assert out["method"] == "rdp_general_poisson_subsampled"
+    assert out["method"] == "pld_product_poisson_subsampled"
+
+
+def test_account_racodp_done_means_check(capsys):
+    """Issue #18: the sound value is within 2% of the tight product PLD (finest grid)."""
+    from dpminimax.privacy import pld_product
+
+    out = _run(capsys, "account", "racodp", "--q", "0.02", "--sigma", "3", "--laplace-scale",
+               "4", "--steps", "2000", "--delta", "1e-5")
+    tight = pld_product.epsilon(0.02, [3.0], [4.0], 2000, 1e-5, 1e-4 / 8)
+    assert tight <= out["epsilon"] <= 1.02 * tight
+    assert out["epsilon_rdp_general"] > out["epsilon"] > out["epsilon_paper_accounting"]
+
+
+def test_calibrate_racodp_steps(capsys):
+    out = _run(capsys, "calibrate", "racodp", "--q", "0.02", "--sigma", "3", "--laplace-scale",
+               "4", "--epsilon", "1", "--delta", "1e-5", "--max-steps", "2000")
+    assert out["epsilon_achieved"] <= 1.0 and 1 <= out["steps"] < 2000
+    assert out["method"] == "pld_product_poisson_subsampled"
+    assert out["epsilon_rdp_general"] > 1.0 and out["epsilon_paper_accounting"] < 1.0
 
 
 def test_account_racodp_needs_a_histogram_scale():
     with pytest.raises(SystemExit, match="laplace-scale"):
         main(["account", "racodp", "--q", "0.03", "--sigma", "4", "--steps", "10",
               "--delta", "1e-5"])
+
+
+def _actions(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _actions(sub)
+        elif not isinstance(action, argparse._HelpAction):
+            yield parser.prog, action
+
+
+def test_every_option_and_argument_has_help_text():
+    missing = [f"{prog} {action.dest}" for prog, action in _actions(build_parser())
+               if not action.help]
+    assert missing == []
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["account", "dpsgd", "--q", "2", "--sigma", "1", "--steps", "10", "--delta", "1e-5"],
+     "argument --q: must be in (0, 1]"),
+    (["account", "dpsgd", "--q", "0.1", "--sigma", "-6", "--steps", "10", "--delta", "1e-5"],
+     "argument --sigma: must be in (0, inf)"),
+    (["account", "dpsgd", "--q", "0.1", "--sigma", "six", "--steps", "10", "--delta", "1e-5"],
+     "argument --sigma: not a number"),
+    (["account", "dpsgd", "--q", "0.1", "--sigma", "1", "--steps", "0", "--delta", "1e-5"],
+     "argument --steps: must be in (0, 1e+15]"),
+    (["account", "dpsgd", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1"],
+     "argument --delta: must be in (0, 1)"),
+    (["account", "dpsgd", "--q", "0.1", "--sigma", "1", "--steps", "1000000000000",
+      "--delta", "1e-5", "--accountant", "pld"], "use the rdp accountant"),
+    (["calibrate", "dpsgd", "--q", "0.1", "--epsilon", "nan", "--delta", "1e-5", "--steps",
+      "10"], "argument --epsilon: must be in (0, inf)"),
+    (["data", "prepare", "no-such-dataset", "--out", "/tmp/x"], "unknown dataset"),
+    (["rerun", "/no/such/run_config.json"], "No such file"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, says):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err
+    assert "Traceback" not in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+
+
+def test_debug_shows_the_traceback():
+    with pytest.raises(ValueError, match="rdp accountant"):
+        main(["--debug", "account", "dpsgd", "--q", "0.1", "--sigma", "1", "--steps",
+              "1000000000000", "--delta", "1e-5", "--accountant", "pld"])

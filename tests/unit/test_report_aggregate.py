@@ -11,9 +11,11 @@ from dpminimax.report import (
     ResultsTableError,
     concat_results,
     epsilon_label,
+    series_table,
     summarize,
     write_table,
 )
+from dpminimax.report.aggregate import metric_range
 
 
 def results(method="dpfermi", epsilon=1.0, accuracies=(0.8, 0.9)):
@@ -63,8 +65,8 @@ def test_summarize_hand_table():
     table = pd.concat([
         results(accuracies=(1.0, 2.0, 3.0)),
         results("nonprivate", math.inf, accuracies=(5.0,)),
-    ])
-    summary = summarize(table, ["test_accuracy"]).set_index("method")
+    ]).rename(columns={"test_accuracy": "score"})  # an unbounded metric: no clipping
+    summary = summarize(table, ["score"]).set_index("method")
     row = summary.loc["dpfermi"]
     assert row["mean"] == 2.0 and row["std"] == 1.0 and row["n"] == 3
     assert row["sem"] == pytest.approx(1 / np.sqrt(3))
@@ -74,6 +76,30 @@ def test_summarize_hand_table():
     single = summary.loc["nonprivate"]
     assert single["mean"] == 5.0 and single["n"] == 1
     assert np.isnan(single[["std", "sem", "ci_low", "ci_high"]].astype(float)).all()
+
+
+def test_intervals_stay_in_the_metric_range():
+    """Two seeds (t = 12.7) near the ends of [0, 1]: the interval is clipped to the range."""
+    table = results(accuracies=(0.97, 0.99)).assign(train_loss=[0.01, 0.2], score=[0.97, 0.99])
+    summary = summarize(table, ["test_accuracy", "train_loss", "score"]).set_index("metric")
+    assert summary.loc["test_accuracy", "ci_high"] == 1.0
+    assert summary.loc["test_accuracy", "ci_low"] > 0.8
+    assert summary.loc["train_loss", "ci_low"] == 0.0
+    assert summary.loc["score", "ci_high"] > 1.0  # unknown metric: unclipped
+    assert metric_range("dp_violation") == (0.0, 1.0)
+    assert metric_range("test_max_constraint_violation") == (-1.0, 1.0)
+    assert metric_range("epsilon_spent") == (0.0, math.inf)
+
+
+def test_series_labels_name_only_the_parameters_a_method_has():
+    """DP-SGD has no gamma: its series is "dp_sgd", not "dp_sgd [gamma=nan]"."""
+    table = pd.concat([results("racodp").assign(p_gamma=[0.01, 0.05]),
+                       results("dp_sgd").assign(p_gamma=np.nan)])
+    table.loc[table["method"] == "dp_sgd", "p_lam"] = [1.0, 2.0]
+    labels = set(series_table(table)["method"])
+    assert labels == {"racodp [lam=1.0,gamma=0.01]", "racodp [lam=1.0,gamma=0.05]",
+                      "dp_sgd [lam=1.0]", "dp_sgd [lam=2.0]"}
+    assert not any("nan" in label for label in labels)
 
 
 def test_summarize_ignores_missing_values_and_checks_columns():

@@ -1,7 +1,7 @@
 """The real Snakefile, end to end at smoke scale: every rule runs for real.
 
 The first test needs no downloaded data (``dataset_override: [synthetic-fair]`` goes through the
-same prepare/train/attack/report code as the real datasets); the second runs the smoke config on
+same prepare/train(+attack)/report code as the real datasets); the second runs the smoke config on
 the real Adult and Credit-Card files and is skipped when they are not on the search path.
 """
 

@@ -5,7 +5,11 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from dpminimax.experiments import ExperimentConfigError, expand_jobs, load_experiments
-from dpminimax.provenance import code_fingerprint
+from dpminimax.provenance import (
+    code_fingerprint,
+    dataset_code_fingerprint,
+    train_code_fingerprint,
+)
 
 
 validate(config, "../schemas/config.schema.yaml")
@@ -13,12 +17,13 @@ validate(config, "../schemas/config.schema.yaml")
 SCALE = config["scale"]
 # Used only with --software-deployment-method conda (path relative to the rule files).
 CONDA_ENV = f"../../envs/{config.get('software_env', 'cpu')}.yaml"
-DATA_CODE = code_fingerprint("data", "atomic.py")
-TRAIN_CODE = code_fingerprint(
-    "algorithms", "kernels", "privacy", "models", "metrics", "data", "api.py", "seeding.py"
-)
-ATTACK_CODE = code_fingerprint("attacks", "models", "kernels", "api.py")
+# Per dataset: the shared data code + atomic.py + the dataset's own module / YAML declaration.
+DATA_CODE = lambda dataset: dataset_code_fingerprint(dataset, "atomic.py")
+TRAIN_CODE = train_code_fingerprint()
 REPORT_CODE = code_fingerprint("report", "api.py")
+BENCH_CODE = code_fingerprint(
+    "bench", "algorithms", "kernels", "privacy", "models", "data", "seeding.py"
+)
 
 
 def _load_paper(paper):
@@ -61,7 +66,7 @@ wildcard_constraints:
 
 
 def job_of(wildcards):
-    """The Job behind a train/attack path (KeyError names it if the path is not in the grid)."""
+    """The Job behind a train path (KeyError names it if the path is not in the grid)."""
     key = (wildcards.paper, wildcards.experiment, wildcards.dataset, wildcards.method,
            wildcards.eps)
     if key not in JOBS:
@@ -85,12 +90,15 @@ def claims_file(paper):
 
 
 def benchmark_outputs(paper):
-    """The JSON files of the paper's benchmarks (``benchmarks:`` in experiments.yaml)."""
-    return [f"results/{paper}/bench/{name}.json" for name in PAPERS[paper].get("benchmarks", {})]
+    """The JSON files of the paper's workflow benchmarks (``benchmarks:`` in experiments.yaml
+    with ``workflow: true``)."""
+    return [f"results/{paper}/bench/{name}.json"
+            for name, bench in PAPERS[paper].get("benchmarks", {}).items()
+            if bench.get("workflow")]
 
 
 def benchmark_data(wildcards):
-    datasets = PAPERS[wildcards.paper]["benchmarks"][wildcards.bench]
+    datasets = PAPERS[wildcards.paper]["benchmarks"][wildcards.bench]["datasets"]
     return {name: f"results/data/{name}/arrays.npz" for name in datasets}
 
 
@@ -114,6 +122,7 @@ def all_targets():
     targets = []
     for paper, spec in PAPERS.items():
         targets.append(f"results/{paper}/tables/summary.csv")
+        targets.append(f"results/{paper}/report.html")
         if claims_file(paper).exists():
             targets.append(f"results/{paper}/tables/claims.csv")
         for experiment, exp_spec in spec["experiments"].items():

@@ -100,17 +100,52 @@ rule claims:
         "../scripts/claims.py"
 
 
-rule benchmark:
+# A paper's own timing claims (``benchmarks:`` in experiments.yaml, e.g. RaCO-DP's Table 2),
+# measured in one process; not to be confused with the per-job `benchmark:` files of train.
+rule paper_benchmark:
     input:
         unpack(benchmark_data),
     output:
         "results/{paper}/bench/{bench}.json",
     params:
-        code=TRAIN_CODE,
+        code=BENCH_CODE,
+        settings=lambda wc: PAPERS[wc.paper]["benchmarks"][wc.bench],
     threads: 2
     conda:
         CONDA_ENV
     log:
         "results/{paper}/logs/bench/{bench}.log",
     script:
-        "../scripts/benchmark.py"
+        "../scripts/paper_benchmark.py"
+
+
+# The paper's report notebook (generated from its experiments.yaml), executed to HTML.
+rule notebook:
+    input:
+        spec=lambda wc: str(Path(workflow.basedir) / "papers" / wc.paper / "experiments.yaml"),
+        runs="results/{paper}/runs.parquet",
+        summary="results/{paper}/tables/summary.csv",
+        claims=lambda wc: (
+            [f"results/{wc.paper}/tables/claims.md"] if claims_file(wc.paper).exists() else []
+        ),
+        tables=lambda wc: [
+            f"results/{wc.paper}/tables/{experiment}/{name}.csv"
+            for experiment, exp_spec in PAPERS[wc.paper]["experiments"].items()
+            for name in exp_spec.get("tables", [])
+        ],
+        reported=lambda wc: reported_baselines(wc.paper),
+    output:
+        html=report(
+            "results/{paper}/report.html",
+            caption="../report/notebook.rst",
+            category="{paper}",
+        ),
+        notebook="results/{paper}/report.ipynb",
+    params:
+        code=REPORT_CODE,
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/notebook.log",
+    script:
+        "../scripts/notebook.py"

@@ -1,4 +1,6 @@
-# One job = one (experiment, dataset, method, epsilon); its seeds x grid points train batched.
+# One job = one (experiment, dataset, method, epsilon); its seeds x grid points train batched,
+# then every trained run is attacked in the same process (membership inference beside the
+# ceiling its (epsilon, delta) implies), so a job pays its imports and set-up once.
 # A tuned job (tuning: protocol) trains the configurations its select_configs rule chose.
 
 
@@ -13,14 +15,21 @@ rule train:
         model=f"{TRAIN_DIR}/model.pt",
         accounting=f"{TRAIN_DIR}/accounting.json",
         run_config=f"{TRAIN_DIR}/run_config.json",
+        attack="results/{paper}/attack/{experiment}/{dataset}/{method}/eps~{eps}/attack.parquet",
     params:
         run_config=lambda wildcards: job_of(wildcards).run_config(TRAIN_CODE),
         code=TRAIN_CODE,
     resources:
-        gpu=0,
+        # Per job: a paper-scale network asks for a GPU (Job.gpus, which the SLURM plugin
+        # sends as --gpus) and trains for hours; cluster minutes / MB, doubled on a retry.
+        gpu=lambda wildcards: job_of(wildcards).gpus,
+        runtime=lambda wildcards, attempt: attempt * (1440 if job_of(wildcards).gpus else 240),
+        mem_mb=lambda wildcards, attempt: attempt * (32000 if job_of(wildcards).gpus else 8000),
     conda:
         CONDA_ENV
     log:
         "results/{paper}/logs/train/{experiment}/{dataset}/{method}/eps~{eps}.log",
+    benchmark:
+        "results/{paper}/benchmarks/train/{experiment}/{dataset}/{method}/eps~{eps}.tsv"
     script:
         "../scripts/train.py"

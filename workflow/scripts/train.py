@@ -1,4 +1,5 @@
-"""Snakemake adapter: rule train -> dpminimax.api.train."""
+"""Snakemake adapter: rule train -> dpminimax.api.train, then dpminimax.api.attack on its
+models in the same process."""
 
 from dpminimax.threads import reserve_threads
 
@@ -15,4 +16,9 @@ with api.log_to(snakemake.log[0]):
         data_dir=Path(snakemake.input.arrays).parent,
         out_dir=Path(snakemake.output.metrics).parent,
         selection=snakemake.input.get("selection"),
+    )
+    api.attack(
+        train_dir=Path(snakemake.output.metrics).parent,
+        data_dir=Path(snakemake.input.arrays).parent,
+        out_path=snakemake.output.attack,
     )

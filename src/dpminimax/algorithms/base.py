@@ -65,6 +65,9 @@ class Method(ABC):
     #: Parameters that must take one value per batched program (sampling rate, step count,
     #: shapes); runs differing in them are fitted as separate programs.
     shared_parameters: ClassVar[tuple[str, ...]] = ()
+    #: Whether training reads the sensitive attribute (fair-learning methods do; DP-SGD only
+    #: evaluates fairness).
+    uses_sensitive_attribute: ClassVar[bool] = True
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overridden by ``params``; unknown names are an error naming the parameter."""
@@ -75,6 +78,15 @@ class Method(ABC):
                 f"known: {sorted(self.parameters)}"
             )
         return {**self.parameters, **params}
+
+    def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
+        """Check, without training, that ``runs`` can be planned on ``data``: the error
+        :meth:`fit` would raise at its start (an infeasible privacy plan, a parameter that must
+        be shared) is raised here. Methods whose noise is calibrated to the target from any
+        step count only need the parameter checks; methods with a fixed noise component
+        override this with their planning."""
+        shared_values([self.resolve(run.params) for run in runs], self.shared_parameters,
+                      self.name)
 
     def extra_metrics(self, fit: FitResult, data: PreparedDataset,
                       device: torch.device) -> list[dict[str, float]]:

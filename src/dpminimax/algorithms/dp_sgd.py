@@ -50,6 +50,7 @@ class DpSgd(Method):
         "model": "logistic_regression",
     }
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
+    uses_sensitive_attribute: ClassVar[bool] = False
 
     def noise_multiplier(self, q: float, steps: int, run: RunSpec, accountant: str) -> float:
         """sigma calibrated so that T steps at rate q are (epsilon, delta)-DP."""

@@ -215,6 +215,20 @@ class DpFermi(Method):
         """``(program, batches, plans, resolved params, schedule)`` of ``runs``: the batched
         program, its iterator of ``(index, mask, divisor)`` batches and every run's noise plan
         (:meth:`fit` runs them; the Table 2 benchmark times single steps)."""
+        resolved, shared, schedule, counts, plans = self._plan_runs(data, runs)
+        program = FermiProgram(data, [run.seed for run in runs], resolved, plans, counts,
+                               privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
+                               device=device)
+        sampling = [make_generator(run.seed, "shuffle" if schedule.q is None else "poisson",
+                                   device) for run in runs]
+        return program, schedule.batches(sampling, device), plans, resolved, schedule
+
+    def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
+        """Plan every run's noise on ``data`` (raises where the plan is infeasible)."""
+        self._plan_runs(data, runs)
+
+    def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
+        """``(resolved params, shared values, schedule, group counts, noise plans)``."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
         self._check(shared, data)
@@ -225,12 +239,7 @@ class DpFermi(Method):
                  for run, params in zip(runs, resolved, strict=True)]
         for params, plan in zip(resolved, plans, strict=True):
             params.update(steps=schedule.steps, sampling_rate=schedule.q, **plan.extras)
-        program = FermiProgram(data, [run.seed for run in runs], resolved, plans, counts,
-                               privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
-                               device=device)
-        sampling = [make_generator(run.seed, "shuffle" if schedule.q is None else "poisson",
-                                   device) for run in runs]
-        return program, schedule.batches(sampling, device), plans, resolved, schedule
+        return resolved, shared, schedule, counts, plans
 
     def _check(self, shared: dict[str, Any], data: PreparedDataset) -> None:
         if shared["code_faithful"]:

@@ -74,7 +74,14 @@ SHARED = ("max_steps", "accountant", "constraint", "histogram_noise", "model")
 
 def racodp_event(q: float, noise_multiplier: float, histogram_scale: float,
                  histogram_noise: str, steps: int):
-    """The sound event of T RaCO-DP steps: both releases inside one Poisson sampling event."""
+    """The sound event of T RaCO-DP steps: both releases inside one Poisson sampling event.
+
+    Sensitivities (add-or-remove-one): the histogram changes by one probability vector in one
+    row, l1 (and l2) norm 1, so its Laplace noise multiplier is ``histogram_scale``; the clipped
+    gradient sum changes by at most C in l2, so its multiplier is ``noise_multiplier`` (std
+    sigma C). The accountant interprets the Laplace case with the PLD of the subsampled product
+    pair Lap(1, b) x N(1, sigma^2) (:mod:`dpminimax.privacy.pld_product`); two Gaussians merge
+    exactly in dp_accounting."""
     return same_batch_event(q, _mechanisms(noise_multiplier, histogram_scale, histogram_noise),
                             steps)
 
@@ -131,9 +138,29 @@ class RacoDp(Method):
             device: torch.device, monitor: Monitor | None = None) -> FitResult:
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every step, for example to keep the checkpoint the tuning protocol selects."""
+        model, resolved, accounting = self._plan_runs(data, runs)
+        constraints = [self.constraint_set(p, data) for p in resolved]
+        program = RacoDpProgram(
+            model, data,
+            constraints, [run.seed for run in runs], resolved, device=device)
+        total = max(p["steps"] for p in resolved)
+        for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
+                         leave=False):
+            program.step()
+            if monitor is not None:
+                monitor(step + 1, program.model, program.state)
+        return FitResult(program.model, program.state, list(runs), accounting, resolved)
+
+    def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
+        """Plan every run's step count on ``data`` (raises where one step exceeds the target)."""
+        self._plan_runs(data, runs)
+
+    def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
+        """``(batched model, resolved params with sampling_rate and steps, accounting
+        records)``: each run's largest step count within its target and its record."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
-        model = batched_model(data, shared["model"], num_classes=2)
+        model = batched_model(data, shared["model"], num_classes=2)  # refuses a bad pairing
         n = len(data.y_train)
         plans: dict[tuple, tuple[int, dict[str, Any]]] = {}  # runs of one privacy plan share T
         accounting = []
@@ -146,17 +173,7 @@ class RacoDp(Method):
             steps, record = plans[key]
             params.update(sampling_rate=q, steps=steps)
             accounting.append(dict(record))
-        constraints = [self.constraint_set(p, data) for p in resolved]
-        program = RacoDpProgram(
-            model, data,
-            constraints, [run.seed for run in runs], resolved, device=device)
-        total = max(p["steps"] for p in resolved)
-        for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
-                         leave=False):
-            program.step()
-            if monitor is not None:
-                monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs), accounting, resolved)
+        return model, resolved, accounting
 
     def extra_metrics(self, fit: FitResult, data: PreparedDataset,
                       device: torch.device) -> list[dict[str, float]]:

@@ -73,7 +73,8 @@ def summarize(
 
     Returns one row per group and metric with columns ``*by, metric, mean, std, n, sem, ci_low,
     ci_high``: ``std`` is the sample standard deviation (ddof 1), ``n`` counts non-missing values,
-    ``sem = std / sqrt(n)`` and the interval is Student-t: ``mean ± t_{0.975, n-1} sem``.
+    ``sem = std / sqrt(n)`` and the interval is Student-t: ``mean ± t_{0.975, n-1} sem``,
+    clipped to the metric's range (:func:`metric_range`: a rate's interval stays in [0, 1]).
     With ``n = 1`` the std, sem and interval are NaN (one seed says nothing about the spread).
     """
     missing = [c for c in [*by, *metrics] if c not in df.columns]
@@ -86,9 +87,27 @@ def summarize(
     dof = summary["n"].to_numpy(dtype=float) - 1
     t_quantile = stats.t.ppf(0.975, np.where(dof >= 1, dof, np.nan))
     half_width = t_quantile * summary["sem"].to_numpy(dtype=float)
-    summary["ci_low"] = summary["mean"] - half_width
-    summary["ci_high"] = summary["mean"] + half_width
+    low, high = np.array([metric_range(m) for m in summary["metric"]], dtype=float).reshape(
+        -1, 2).T
+    summary["ci_low"] = np.maximum(summary["mean"] - half_width, low)
+    summary["ci_high"] = np.minimum(summary["mean"] + half_width, high)
     return summary
+
+
+#: Metric-name fragments of rates and probabilities (values in [0, 1]).
+_RATE_METRICS = ("accuracy", "error", "auc", "tpr", "fpr", "dp_violation", "eo_violation")
+
+
+def metric_range(metric: str) -> tuple[float, float]:
+    """The values ``metric`` can take: [0, 1] for rates and fairness gaps, [-1, 1] for a
+    signed constraint value, [0, inf) for losses and epsilons, unbounded otherwise."""
+    if "constraint_violation" in metric or "constraint_value" in metric:
+        return -1.0, 1.0
+    if any(part in metric for part in _RATE_METRICS):
+        return 0.0, 1.0
+    if "loss" in metric or "epsilon" in metric:
+        return 0.0, math.inf
+    return -math.inf, math.inf
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -120,8 +139,10 @@ def series_table(table: pd.DataFrame) -> pd.DataFrame:
         and table.groupby(["dataset", "method", "epsilon"])[c].nunique(dropna=False).max() > 1
     ]
     if swept:
-        labels = table[swept].astype(str).apply(
-            lambda row: ",".join(f"{c[2:]}={v}" for c, v in row.items()), axis=1
+        labels = table[swept].apply(
+            lambda row: ",".join(f"{c[2:]}={v}" for c, v in row.items() if not pd.isna(v)),
+            axis=1,
         )
-        table = table.assign(method=table["method"] + " [" + labels + "]")
+        bracket = labels.map(lambda label: f" [{label}]" if label else "")
+        table = table.assign(method=table["method"] + bracket)
     return table

@@ -133,6 +133,18 @@ def stamp_standin(fig: Figure, datasets: Sequence[str]) -> None:
     fig.suptitle(f"{STANDIN_NOTE}: {names}", color="#B00020", fontsize=9)
 
 
+def stamp_seeds(fig: Figure, table: pd.DataFrame) -> None:
+    """Say under the figure how many seeds each point averages and what its interval is."""
+    counts = table.groupby(["dataset", "method", "epsilon"])["seed"].nunique()
+    if counts.empty:
+        return
+    low, high = int(counts.min()), int(counts.max())
+    seeds = f"{low}" if low == high else f"{low}-{high}"
+    fig.text(0.99, 0.005, f"mean over {seeds} seed(s) per point; intervals: 95% Student-t, "
+             "clipped to the metric's range", ha="right", va="bottom", fontsize=6,
+             color="#555555")
+
+
 def save_figure(fig: Figure, out_paths: Sequence[str | os.PathLike]) -> None:
     """Save ``fig`` to every path, atomically, in the format its suffix names (pdf, png ...)."""
     with paper_style():
