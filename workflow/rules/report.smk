@@ -148,4 +148,4 @@ rule notebook:
     log:
         "results/{paper}/logs/notebook.log",
     script:
-        "../scripts/notebook.py"
+        "../scripts/paper_notebook.py"
