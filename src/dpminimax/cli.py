@@ -1,5 +1,7 @@
 """``dpminimax``: the command line for people (and for checks). Every command prints JSON.
 
+    dpminimax methods   (every method: name, paper, private, parameters with defaults)
+    dpminimax account --method NAME [--params JSON] --n N --epsilon E --delta D [--data DIR]
     dpminimax account dpsgd --q Q --sigma S --steps T --delta D [--accountant rdp|pld]
     dpminimax account racodp --q Q --sigma S --laplace-scale B --steps T --delta D
     dpminimax calibrate dpsgd --q Q --steps T --epsilon E --delta D [--accountant rdp|pld]
@@ -48,16 +50,65 @@ def _print(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _methods(args: argparse.Namespace) -> None:
+    from dpminimax.algorithms import METHODS
+
+    _print([{"name": name, "label": cls.label, "paper": cls.paper, "private": cls.private,
+             "parameters": cls.parameters, "shared_parameters": list(cls.shared_parameters),
+             "uses_sensitive_attribute": cls.uses_sensitive_attribute}
+            for name, cls in sorted(METHODS.items())])
+
+
+def _method_plan(args: argparse.Namespace) -> None:
+    """The plan of ``--method`` with ``--params`` on ``--n`` rows: every plan is calibrated to
+    the target (epsilon, delta), so ``account`` and ``calibrate`` print the same object, whose
+    ``epsilon`` is the accountant's for the planned releases."""
+    from dpminimax.algorithms import get_method
+    from dpminimax.algorithms.base import RunSpec
+    from dpminimax.privacy.release import releases_of
+
+    method = get_method(args.method)
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--params is not JSON ({error}): {args.params!r}") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"--params must be a JSON object of parameter values, got {args.params}")
+    data, n = None, args.n
+    if args.data is not None:
+        from dpminimax.data.storage import load_prepared
+
+        data = load_prepared(args.data)
+        n = len(data.y_train)
+    if n is None:
+        raise ValueError("--method: --n (training rows) or --data "
+                         "(a prepared dataset) is required")
+    target = args.epsilon if args.epsilon is not None else float("inf")
+    if method.private and args.epsilon is None:
+        raise ValueError(f"--method {method.name}: the method is "
+                         "private and its plan is calibrated to a target: pass --epsilon")
+    plan = method.plan(RunSpec(seed=0, epsilon=target, delta=args.delta, params=params), n,
+                       data)
+    _print({"method": method.name, "n": n, "epsilon_target": target,
+            "params": method.resolve(params), "values": plan.values,
+            "releases": [vars(release) for release in releases_of(plan.releases)],
+            **plan.record})
+
+
 def _account(args: argparse.Namespace) -> None:
     from dpminimax.privacy import accounting_record, dpsgd_event, epsilon
 
+    missing = [f"--{name}" for name in ("q", "sigma", "steps", "delta")
+               if getattr(args, name) is None]
+    if missing:
+        raise ValueError(f"{args.mechanism}: {', '.join(missing)} required")
     if args.mechanism == "dpsgd":
         event = dpsgd_event(args.q, args.sigma, args.steps)
     else:
         from dpminimax.algorithms.racodp import paper_accounting_event, racodp_event
 
         if args.histogram_scale is None:
-            raise SystemExit("dpminimax account racodp: --laplace-scale (or --gaussian-scale) "
+            raise ValueError("racodp: --laplace-scale (or --gaussian-scale) "
                              "is required")
         mechanism = (args.q, args.sigma, args.histogram_scale, args.histogram_noise, args.steps)
         event = racodp_event(*mechanism)
@@ -74,6 +125,12 @@ def _account(args: argparse.Namespace) -> None:
 
 
 def _account_dispatch(args: argparse.Namespace) -> None:
+    if (args.method is None) == (args.mechanism is None):
+        raise ValueError("give a mechanism (dpsgd, racodp) or --method NAME, "
+                         "not both")
+    if args.method is not None:
+        _method_plan(args)
+        return
     args.histogram_noise = "gaussian" if args.gaussian_scale is not None else "laplace"
     if args.gaussian_scale is not None:
         args.histogram_scale = args.gaussian_scale
@@ -83,11 +140,19 @@ def _account_dispatch(args: argparse.Namespace) -> None:
 def _calibrate(args: argparse.Namespace) -> None:
     from dpminimax.privacy import calibrate_noise_multiplier, dpsgd_event, epsilon
 
+    if (args.method is None) == (args.mechanism is None):
+        raise ValueError("give a mechanism (dpsgd, racodp) or --method "
+                         "NAME, not both")
+    if args.method is not None:
+        _method_plan(args)
+        return
+    if args.q is None:
+        raise ValueError(f"{args.mechanism}: --q is required")
     if args.mechanism == "racodp":
         _calibrate_racodp(args)
         return
     if args.steps is None:
-        raise SystemExit("dpminimax calibrate dpsgd: --steps is required")
+        raise ValueError("dpsgd: --steps is required")
     sigma = calibrate_noise_multiplier(args.q, args.steps, args.epsilon, args.delta,
                                        args.accountant)
     achieved = epsilon(dpsgd_event(args.q, sigma, args.steps), args.delta, args.accountant)
@@ -99,7 +164,7 @@ def _calibrate(args: argparse.Namespace) -> None:
 def _calibrate_racodp(args: argparse.Namespace) -> None:
     """Largest RaCO-DP step count <= --max-steps within (epsilon, delta), as training plans it."""
     from dpminimax.algorithms.base import RunSpec
-    from dpminimax.algorithms.racodp import RacoDp
+    from dpminimax.algorithms.racodp import RacoDp, racodp_releases
 
     if args.sigma is None or args.histogram_scale is None:
         raise SystemExit("dpminimax calibrate racodp: --sigma and --laplace-scale are required")
@@ -107,7 +172,8 @@ def _calibrate_racodp(args: argparse.Namespace) -> None:
     run = RunSpec(seed=0, epsilon=args.epsilon, delta=args.delta, params={})
     shared = {"max_steps": args.max_steps, "accountant": args.accountant}
     steps = RacoDp().steps(args.q, mechanism, run, shared)
-    record = RacoDp().account(args.q, mechanism, steps, run, shared)
+    record = RacoDp.account(racodp_releases(args.q, mechanism, 1.0, steps), run,
+                            args.accountant).record
     _print({"steps": steps, "epsilon_achieved": record["epsilon"],
             "epsilon_target": args.epsilon, "delta": args.delta, "method": record["method"],
             **{k: record[k] for k in ("epsilon_pld_product", "epsilon_rdp_general",
@@ -179,6 +245,16 @@ def _bench(args: argparse.Namespace) -> None:
             print(f"{key:40s} {value}")
 
 
+def _method_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", help="a registered method (dpminimax methods): print its "
+                                         "privacy plan instead of a mechanism's epsilon")
+    parser.add_argument("--params", default="{}",
+                        help="--method: JSON object of parameter values (defaults otherwise)")
+    parser.add_argument("--n", type=STEPS, help="--method: number of training rows")
+    parser.add_argument("--data", help="--method: a prepared dataset dir (sets --n; plans that "
+                                       "read group counts, e.g. dpfermi_paper, need it)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpminimax", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,28 +262,35 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the full traceback of an error instead of one line")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    account = commands.add_parser("account", help="epsilon of a mechanism")
-    account.add_argument("mechanism", choices=["dpsgd", "racodp"],
+    methods = commands.add_parser("methods", help="every registered method, as JSON")
+    methods.set_defaults(handler=_methods)
+
+    account = commands.add_parser("account", help="epsilon of a mechanism or a method's plan")
+    account.add_argument("mechanism", nargs="?", choices=["dpsgd", "racodp"],
                          help="dpsgd: the subsampled Gaussian; racodp: its Laplace (or Gaussian) "
                               "histogram and Gaussian gradient from one Poisson batch")
-    account.add_argument("--q", type=RATE, required=True, help="Poisson sampling rate")
-    account.add_argument("--sigma", type=POSITIVE, required=True, help="noise multiplier")
+    _method_options(account)
+    account.add_argument("--q", type=RATE, help="mechanism: Poisson sampling rate")
+    account.add_argument("--sigma", type=POSITIVE, help="mechanism: noise multiplier")
     scales = account.add_mutually_exclusive_group()
     scales.add_argument("--laplace-scale", type=POSITIVE, dest="histogram_scale",
                         help="racodp: Laplace scale of the histogram noise (the paper's 1/b)")
     scales.add_argument("--gaussian-scale", type=POSITIVE, dest="gaussian_scale",
                         help="racodp: std of Gaussian histogram noise (the variant)")
-    account.add_argument("--steps", type=STEPS, required=True, help="number of steps (T)")
+    account.add_argument("--steps", type=STEPS, help="mechanism: number of steps (T)")
     account.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
+    account.add_argument("--epsilon", type=POSITIVE,
+                         help="--method: the target its plan is calibrated to")
     account.add_argument("--accountant", choices=["rdp", "pld"], default="rdp",
                          help="dp_accounting's accountant for the events it supports")
     account.set_defaults(handler=_account_dispatch)
 
     calibrate = commands.add_parser(
         "calibrate", help="dpsgd: noise multiplier; racodp: step count, for a target epsilon")
-    calibrate.add_argument("mechanism", choices=["dpsgd", "racodp"],
+    calibrate.add_argument("mechanism", nargs="?", choices=["dpsgd", "racodp"],
                            help="what to calibrate (see the command's help)")
-    calibrate.add_argument("--q", type=RATE, required=True, help="Poisson sampling rate")
+    _method_options(calibrate)
+    calibrate.add_argument("--q", type=RATE, help="mechanism: Poisson sampling rate")
     calibrate.add_argument("--steps", type=STEPS, help="dpsgd: step count")
     calibrate.add_argument("--sigma", type=POSITIVE, help="racodp: gradient noise multiplier")
     calibrate.add_argument("--laplace-scale", type=POSITIVE, dest="histogram_scale",

@@ -74,10 +74,11 @@ def test_calibrate_racodp_steps(capsys):
     assert out["epsilon_rdp_general"] > 1.0 and out["epsilon_paper_accounting"] < 1.0
 
 
-def test_account_racodp_needs_a_histogram_scale():
-    with pytest.raises(SystemExit, match="laplace-scale"):
+def test_account_racodp_needs_a_histogram_scale(capsys):
+    with pytest.raises(SystemExit):
         main(["account", "racodp", "--q", "0.03", "--sigma", "4", "--steps", "10",
               "--delta", "1e-5"])
+    assert "--laplace-scale" in capsys.readouterr().err
 
 
 def _actions(parser):
@@ -127,3 +128,74 @@ def test_debug_shows_the_traceback():
     with pytest.raises(ValueError, match="rdp accountant"):
         main(["--debug", "account", "dpsgd", "--q", "0.1", "--sigma", "1", "--steps",
               "1000000000000", "--delta", "1e-5", "--accountant", "pld"])
+
+
+def test_methods_lists_every_registered_method(capsys):
+    from dpminimax.algorithms import METHODS
+
+    listed = {entry["name"]: entry for entry in _run(capsys, "methods")}
+    assert set(listed) == set(METHODS)
+    for name, cls in METHODS.items():
+        assert listed[name]["private"] == cls.private
+        assert listed[name]["parameters"] == json.loads(json.dumps(cls.parameters))
+        assert listed[name]["paper"]
+
+
+PLANNED_ON_N = ["dp_sgd", "racodp", "dpfermi", "jagielski2019", "tran2021a", "tran2021b"]
+
+
+@pytest.mark.parametrize("name", PLANNED_ON_N)
+def test_account_method_prints_the_epsilon_of_its_plan(capsys, name):
+    from dpminimax.algorithms import get_method
+    from dpminimax.algorithms.base import RunSpec
+    from dpminimax.privacy.release import releases_of
+
+    params = {"epochs": 2} if name in ("dp_sgd", "dpfermi", "tran2021a", "tran2021b") else {}
+    out = _run(capsys, "account", "--method", name, "--params", json.dumps(params), "--n",
+               "20000", "--epsilon", "2", "--delta", "1e-5")
+    plan = get_method(name).plan(RunSpec(0, 2.0, 1e-5, params), 20000)
+    assert out["epsilon"] <= 2.0
+    assert out["epsilon"] == pytest.approx(epsilon(plan.event(), 1e-5, out["accountant"]))
+    assert [r["name"] for r in out["releases"]] == [r.name for r in releases_of(plan.releases)]
+    assert all(r["noise_multiplier"] > 0 for r in out["releases"])
+    calibrated = _run(capsys, "calibrate", "--method", name, "--params", json.dumps(params),
+                      "--n", "20000", "--epsilon", "2", "--delta", "1e-5")
+    assert calibrated == out
+
+
+def test_account_method_non_private_is_infinite(capsys):
+    out = _run(capsys, "account", "--method", "nonprivate", "--n", "1000", "--delta", "1e-5")
+    assert out["epsilon"] == float("inf")
+    assert all(r["noise_multiplier"] == 0 for r in out["releases"])
+
+
+def test_account_method_reads_group_counts_from_data(capsys, tmp_path):
+    from dpminimax.data.storage import load_prepared
+
+    _run(capsys, "data", "prepare", "synthetic-fair", "--out", str(tmp_path))
+    out = _run(capsys, "account", "--method", "dpfermi_paper", "--data", str(tmp_path),
+               "--epsilon", "1", "--delta", "1e-5")
+    assert out["accountant"] == "paper_theorem_3_3" and out["rho"] > 0
+    assert out["n"] == len(load_prepared(tmp_path).y_train)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["account", "--method", "dpfermi_paper", "--n", "100", "--epsilon", "1", "--delta",
+      "1e-5"], "--data DIR"),
+    (["account", "--method", "dp_sgd", "--n", "100", "--delta", "1e-5"], "pass --epsilon"),
+    (["account", "--method", "dp_sgd", "--epsilon", "1", "--delta", "1e-5"], "--n"),
+    (["account", "--method", "dp_sgd", "--n", "100", "--epsilon", "1", "--delta", "1e-5",
+      "--params", "{lr: 1}"], "--params is not JSON"),
+    (["account", "--method", "dp_sgd", "--n", "100", "--epsilon", "1", "--delta", "1e-5",
+      "--params", '{"no_such": 1}'], "has no parameter(s) ['no_such']"),
+    (["account", "--method", "nope", "--n", "100", "--epsilon", "1", "--delta", "1e-5"],
+     "unknown method 'nope'"),
+    (["account", "dpsgd", "--method", "dp_sgd", "--n", "100", "--delta", "1e-5"], "not both"),
+    (["account", "dpsgd", "--q", "0.1", "--delta", "1e-5"], "--sigma, --steps required"),
+])
+def test_bad_method_plans_are_one_line(capsys, argv, says):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

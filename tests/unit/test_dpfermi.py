@@ -13,18 +13,11 @@ from dp_accounting import dp_event
 from dp_accounting.rdp import RdpAccountant
 
 from dpminimax.algorithms.base import expand_runs
-from dpminimax.algorithms.dpfermi import (
-    DpFermi,
-    FermiProgram,
-    NonPrivateFermi,
-    Schedule,
-    example_event,
-    group_counts,
-)
+from dpminimax.algorithms.dpfermi import DpFermi, NonPrivateFermi, Schedule
 from dpminimax.algorithms.ermi import psi
 from dpminimax.data import PreparedDataset
 from dpminimax.metrics import demographic_parity_violation
-from dpminimax.privacy import epsilon
+from dpminimax.privacy import epsilon, event_to_dict
 from dpminimax.privacy.accounting import RDP_ORDERS
 from dpminimax.privacy.paper_bounds import code_rho, theorem_3_3_sigma_w
 
@@ -53,18 +46,9 @@ def data():
 
 
 def _program(method, data, grid, eps=math.inf, seeds=(0,)):
-    """A FermiProgram exactly as ``fit`` builds it (runs = seeds x grid)."""
-    runs = expand_runs(list(seeds), eps, 1e-5, grid)
-    resolved = [method.resolve(run.params) for run in runs]
-    first = resolved[0]
-    schedule = Schedule.create(len(data.y_train), first["batch_size"], first["epochs"],
-                               first["code_faithful"])
-    counts = group_counts(data, first["fairness"])
-    plans = [method.plan(run, params, data, schedule, counts)
-             for run, params in zip(runs, resolved, strict=True)]
-    program = FermiProgram(data, [run.seed for run in runs], resolved, plans, counts,
-                           privacy=first["privacy"], faithful=first["code_faithful"],
-                           device=DEVICE)
+    """A FermiProgram exactly as ``fit`` builds it (runs = seeds x grid), and the runs' plans."""
+    program, _, plans, _, _ = method.build(data, expand_runs(list(seeds), eps, 1e-5, grid),
+                                           DEVICE)
     return program, plans
 
 
@@ -169,8 +153,8 @@ def test_example_mode_one_example_moves_the_sums_by_at_most_the_clip_norms(data)
     n = len(data.y_train)       # step sizes lr = lr_w = n: each step adds the sums themselves
     program, _ = _program(DpFermi(), data, {"lam": lam, "clip": clip, "clip_w": clip_w,
                                              "lr": n, "lr_w": n, "w_radius": 1e6}, eps=3.0)
-    program.theta_std.zero_()
-    program.w_std.zero_()
+    program.theta_release.noise_std.zero_()
+    program.w_release.noise_std.zero_()
     _randomise(program, scale=0.1, w_scale=2.0)
     index, mask, divisor = _full_batch(program)
     start = _snapshot(program)
@@ -222,9 +206,10 @@ def test_sensitive_attribute_mode_changing_one_s_respects_the_theorem_sensitivit
 
 def test_example_mode_noise_is_calibrated_and_the_record_is_the_accountants(data):
     """sigma is the smallest noise multiplier whose event (group counts + T same-batch
-    (theta, W) Gaussians) is (3, 1e-5)-DP, checked against dp_accounting directly (two
-    Gaussians of multiplier sigma on one batch = one of sigma / sqrt 2); the record's epsilon
-    is epsilon(event) <= target; the program adds sigma * clip and sigma * clip_w to the sums."""
+    (theta, W) Gaussians), derived from the plan's releases, is (3, 1e-5)-DP, checked against
+    dp_accounting directly (two Gaussians of multiplier sigma on one batch = one of
+    sigma / sqrt 2); the record's epsilon is epsilon(event) <= target; the program adds
+    sigma * clip and sigma * clip_w to the sums."""
     method = DpFermi()
     grid = {"lam": 1.0, "batch_size": 100, "epochs": 10, "clip": 2.0, "clip_w": 3.0}
     program, plans = _program(method, data, grid, eps=3.0)
@@ -241,13 +226,44 @@ def test_example_mode_noise_is_calibrated_and_the_record_is_the_accountants(data
 
     assert direct(sigma) <= 3.0 < direct(sigma * (1 - 1e-4))
     record = plans[0].record
-    event = example_event(0.1, sigma, 100, 50.0)
+    event = plans[0].event()
+    assert event_to_dict(event) == event_to_dict(dp_event.ComposedDpEvent([
+        dp_event.GaussianDpEvent(50.0),
+        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.1, dp_event.ComposedDpEvent(
+            [dp_event.GaussianDpEvent(sigma), dp_event.GaussianDpEvent(sigma)])), 100)]))
     assert record["epsilon"] == epsilon(event, 1e-5, "rdp") <= 3.0
     assert record["epsilon"] == pytest.approx(direct(sigma), rel=1e-9)
     assert record["neighboring_relation"] == "add_or_remove_one"
     assert record["event"]["events"][0] == {"type": "GaussianDpEvent", "noise_multiplier": 50.0}
-    torch.testing.assert_close(program.theta_std * 100, torch.tensor([sigma * 2.0]))
-    torch.testing.assert_close(program.w_std * 100, torch.tensor([sigma * 3.0]))
+    torch.testing.assert_close(program.theta_release.noise_std, torch.tensor([sigma * 2.0]))
+    torch.testing.assert_close(program.w_release.noise_std, torch.tensor([sigma * 3.0]))
+
+
+def test_the_program_noises_with_exactly_the_plans_releases(data):
+    """plan(run, n) is pure (example mode needs no data) and is what fit records; the count, theta
+    and W noise of the program are the plans' releases, so the noise drawn is the noise
+    accounted. Sensitive-attribute mode needs the data (rho) and at lam = 0 draws no noise."""
+    n = len(data.y_train)
+    for method, grid in ((DpFermi(), {}), (DpFermi(), {"privacy": "sensitive_attribute"}),
+                         (NonPrivateFermi(), {})):
+        eps = math.inf if isinstance(method, NonPrivateFermi) else 3.0
+        grid = {"lam": [0.0, 1.5], "batch_size": 100, "epochs": 2, **grid}
+        runs = expand_runs([0, 1], eps, 1e-5, grid)
+        program, plans = _program(method, data, grid, eps=eps, seeds=(0, 1))
+        for name, release in (("group_counts", program.count_release),
+                              ("theta_gradient", program.theta_release),
+                              ("w_gradient", program.w_release)):
+            assert release.releases == tuple(plan.release(name) for plan in plans)
+        if "privacy" in grid:
+            with pytest.raises(ValueError, match="group counts"):
+                method.plan(runs[0], n)
+            assert [method.plan(run, n, data).record for run in runs] == [
+                plan.record for plan in plans]
+            assert program.w_release.noise_std[0] == program.theta_release.noise_std[0] == 0.0
+            assert program.w_release.noise_std[2] > 0
+        else:
+            assert [method.plan(run, n).record for run in runs] == [plan.record
+                                                                    for plan in plans]
 
 
 def test_w_noise_has_the_calibrated_scale(data):
@@ -279,9 +295,12 @@ def test_sensitive_attribute_record_is_theorem_3_3_with_its_conditions_and_cavea
     assert record["notion"].startswith("sensitive-attribute DP")
     assert record["guarantee_covered"] is True
     assert len(record["caveats"]) >= 4
-    # noise on the lam-weighted terms (spec §11 item 2): lam sigma on the averaged gradients
-    torch.testing.assert_close(program.theta_std, torch.tensor([0.5, 2.0]) * 6.0 * sigma_w)
-    torch.testing.assert_close(program.w_std, torch.tensor([0.5, 2.0]) * sigma_w)
+    # noise on the lam-weighted terms (spec §11 item 2): lam sigma on the averaged gradients,
+    # i.e. lam sigma m on the sums (m = 100)
+    torch.testing.assert_close(program.theta_release.noise_std / 100,
+                               torch.tensor([0.5, 2.0]) * 6.0 * sigma_w)
+    torch.testing.assert_close(program.w_release.noise_std / 100,
+                               torch.tensor([0.5, 2.0]) * sigma_w)
     # too few steps for T >= (n sqrt(eps) / 2m)^2 = 2500 at eps = 100: flagged, not hidden
     _, few = _program(DpFermi(), data, {**grid, "lam": 1.0}, eps=100.0)
     assert few[0].record["conditions"]["enough_steps"] is False
@@ -298,7 +317,9 @@ def test_code_faithful_record_flags_what_the_released_code_does_not_satisfy(data
     assert record["conditions"]["full_batches"] is False                  # 1000 % 300 != 0
     assert record["guarantee_covered"] is False
     assert any("shuffled" in caveat for caveat in record["caveats"])
-    torch.testing.assert_close(program.theta_std, torch.tensor([record["sigma_theta"]]))
+    # code v1 noises the batch means: sigma_theta, not scaled by lam
+    torch.testing.assert_close(program.theta_release.noise_std,
+                               torch.tensor([record["sigma_theta"]]))
     assert program.w.shape == (1, 1, 1, 1)                                # code v1's 1 x 1 W
 
 

@@ -12,15 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from dpminimax.algorithms.base import RunSpec, expand_runs
-from dpminimax.algorithms.dpfermi import (
-    DpFermi,
-    DpFermiCode,
-    DpFermiPaper,
-    FermiProgram,
-    NonPrivateFermi,
-    Schedule,
-    group_counts,
-)
+from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.ermi import ermi, psi
 from dpminimax.data import PreparedDataset
 
@@ -44,15 +36,7 @@ def _three_classes(n: int = 1200, seed: int = 0) -> PreparedDataset:
 
 
 def _program(method, data, grid):
-    runs = expand_runs([0], math.inf, 1e-5, grid)
-    resolved = [method.resolve(run.params) for run in runs]
-    first = resolved[0]
-    schedule = Schedule.create(len(data.y_train), first["batch_size"], first["epochs"], False)
-    counts = group_counts(data, first["fairness"])
-    plans = [method.plan(run, p, data, schedule, counts)
-             for run, p in zip(runs, resolved, strict=True)]
-    return FermiProgram(data, [0], resolved, plans, counts, privacy=first["privacy"],
-                        faithful=False, device=CPU)
+    return method.build(data, expand_runs([0], math.inf, 1e-5, grid), CPU)[0]
 
 
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])

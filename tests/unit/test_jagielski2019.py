@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from dp_accounting import dp_event
 from toydata import toy_dataset
 
 from dpminimax.algorithms.base import RunSpec, expand_runs
@@ -18,14 +19,15 @@ from dpminimax.algorithms.jagielski2019 import (
     JagielskiProgram,
     LogisticMixture,
     cell_costs,
-    jagielski_event,
+    jagielski_releases,
     multipliers,
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.sampling import poisson_batches
 from dpminimax.metrics import equalized_odds_violation
-from dpminimax.privacy import epsilon
+from dpminimax.privacy import dpsgd_event, epsilon, gaussian
 from dpminimax.privacy.events import event_from_dict
+from dpminimax.privacy.release import plan_event
 from dpminimax.seeding import make_generator
 
 DEVICE = torch.device("cpu")
@@ -59,6 +61,14 @@ TOY_Y = [0] * 6 + [1] * 6
 TOY_S = [0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1]
 
 
+def _nonprivate_program(data: PreparedDataset, seed: int, params: dict) -> JagielskiProgram:
+    """The non-private program of one run, planned as :meth:`Jagielski2019.fit` plans it."""
+    method = Jagielski2019NonPrivate()
+    plan = method.plan(RunSpec(seed, INF, 1e-5, params), len(data.y_train))
+    return JagielskiProgram(data, [seed], [{**method.resolve(params), **plan.values}],
+                            [plan.releases], device=DEVICE)
+
+
 def test_multipliers_are_the_bounded_exponential_map():
     theta = torch.tensor([[math.log(2.0), 0, 0, 0, 0, 0, 0, 0]])
     lam = multipliers(theta, torch.tensor([2.0]))
@@ -81,10 +91,10 @@ def test_one_round_exponentiated_gradient_update_by_hand():
     theta_1 = eta * (+-gamma - tol) with gamma = cell rate - label rate, computed by hand, and
     lambda_1 = B exp(theta_1) / (1 + sum exp(theta_1))."""
     data = toy_dataset(TOY_X, TOY_Y, TOY_S)
-    params = {**Jagielski2019NonPrivate().resolve(
-        {"lr": 0.0, "tolerance": 0.05, "eg_lr": 2.0, "multiplier_bound": 3.0, "oracle_steps": 2,
-         "batch_size": 6}), "noise_multiplier": 0.0, "sampling_rate": 0.5}
-    program = JagielskiProgram(data, [0], [params], device=DEVICE)
+    program = _nonprivate_program(data, 0, {"lr": 0.0, "tolerance": 0.05, "eg_lr": 2.0,
+                                            "multiplier_bound": 3.0, "oracle_steps": 2,
+                                            "batch_size": 6})
+    assert program.q == 0.5
     program.state["weight"].fill_(1.0)
     torch.testing.assert_close(program.counts, torch.tensor([[2.0, 4.0, 3.0, 3.0]]))
     program.play_round()
@@ -104,9 +114,8 @@ def test_oracle_step_is_a_gradient_step_on_the_weighted_logistic_loss():
     """No clip, no noise: one step moves (w, b) by -lr/(qn) grad sum_{i in batch}
     v_cell(i) BCE(z_i, label_cell(i)) (autograd), for given cell weights and labels."""
     data = _biased(n=600)
-    params = {**Jagielski2019NonPrivate().resolve({"lr": 0.7, "batch_size": 60}),
-              "noise_multiplier": 0.0, "sampling_rate": 0.2}
-    program = JagielskiProgram(data, [5], [params], device=DEVICE)
+    program = _nonprivate_program(data, 5, {"lr": 0.7, "batch_size": 60})
+    assert program.q == 0.2
     program.state["weight"] = torch.tensor([[[0.3, -0.2]]])
     program.state["bias"] = torch.tensor([[0.1]])
     weights = torch.tensor([[0.5, 2.0, 1.5, 0.25]])
@@ -161,6 +170,20 @@ def _leaves(event: dict, multiplicity: int = 1, sampled: float | None = None):
     raise AssertionError(f"unexpected event {kind}")
 
 
+def _hand_written_event(q, sigma, auditor, counts, oracle_steps, rounds):
+    """The run's event as it was written by hand before it was derived from the releases."""
+    one_round = dp_event.ComposedDpEvent([dpsgd_event(q, sigma, oracle_steps), gaussian(auditor)])
+    return dp_event.ComposedDpEvent([gaussian(counts),
+                                     dp_event.SelfComposedDpEvent(one_round, rounds)])
+
+
+def _event(q, sigma, auditor_ratio, count_ratio, oracle_steps, rounds):
+    """The event derived from the releases of :func:`jagielski_releases`."""
+    return plan_event(jagielski_releases(q, sigma, {
+        "auditor_noise_ratio": auditor_ratio, "count_noise_ratio": count_ratio, "clip": 1.0,
+        "oracle_steps": oracle_steps, "rounds": rounds}))
+
+
 def test_recorded_epsilon_is_the_events_and_the_event_holds_every_release():
     data = _biased(n=2000)
     runs = expand_runs([0, 1], 1.0, 1e-5, {"tolerance": [0.0, 0.1], "rounds": 6,
@@ -168,20 +191,40 @@ def test_recorded_epsilon_is_the_events_and_the_event_holds_every_release():
                                             "auditor_noise_ratio": 3.0, "count_noise_ratio": 2.0})
     fit = Jagielski2019().fit(data, runs, DEVICE)
     q = 100 / 1000
-    for record, params in zip(fit.accounting, fit.resolved_params, strict=True):
+    for run, record, params in zip(runs, fit.accounting, fit.resolved_params, strict=True):
         sigma = params["noise_multiplier"]
         event = event_from_dict(record["event"])
-        assert event == jagielski_event(q, sigma, 3.0 * sigma, 2.0 * sigma, 4, 6)
+        assert event == _event(q, sigma, 3.0, 2.0, 4, 6) == _hand_written_event(
+            q, sigma, 3.0 * sigma, 2.0 * sigma, 4, 6)
         assert record["epsilon"] == epsilon(event, 1e-5, "rdp") <= 1.0
+        assert record == Jagielski2019().plan(run, 1000).record
         # sigma is the smallest private noise: 1% less noise overspends
-        assert epsilon(jagielski_event(q, 0.99 * sigma, 2.97 * sigma, 1.98 * sigma, 4, 6),
-                       1e-5, "rdp") > 1.0
+        assert epsilon(_event(q, 0.99 * sigma, 3.0, 2.0, 4, 6), 1e-5, "rdp") > 1.0
         assert sorted(_leaves(record["event"])) == sorted([
             (2.0 * sigma, None, 1),        # the cell counts, once
             (3.0 * sigma, None, 6),        # the auditor's cell sums, every round
             (sigma, q, 6 * 4),             # the oracle's sampled Gaussian steps
         ])
     assert len({params["noise_multiplier"] for params in fit.resolved_params}) == 1
+
+
+def test_the_program_noises_with_the_planned_releases():
+    """Every noise scale is the planned release's multiplier times its sensitivity: the clip C
+    for the oracle's gradients, 1 for the counts and the auditor's cell sums."""
+    data = _biased(n=400)
+    run = RunSpec(0, 1.0, 1e-5, {"rounds": 2, "oracle_steps": 2, "batch_size": 50, "clip": 0.5,
+                                 "auditor_noise_ratio": 3.0, "count_noise_ratio": 2.0})
+    method = Jagielski2019()
+    plan = method.plan(run, 200)
+    sigma = plan.values["noise_multiplier"]
+    assert [(r.name, r.noise_multiplier, r.sensitivity) for r in (
+        plan.release("counts"), plan.release("gradient"), plan.release("auditor"))] == [
+        ("counts", 2.0 * sigma, 1.0), ("gradient", sigma, 0.5), ("auditor", 3.0 * sigma, 1.0)]
+    program = JagielskiProgram(data, [0], [{**method.resolve(run.params), **plan.values}],
+                               [plan.releases], device=DEVICE)
+    torch.testing.assert_close(program.gradient.clip, torch.tensor([0.5]))
+    torch.testing.assert_close(program.gradient.noise_std, torch.tensor([0.5 * sigma]))
+    torch.testing.assert_close(program.auditor.noise_std, torch.tensor([3.0 * sigma]))
 
 
 def test_private_and_nonprivate_refuse_each_others_epsilon():

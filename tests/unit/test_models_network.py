@@ -17,6 +17,7 @@ from dpminimax.kernels.clip import clip_and_accumulate
 from dpminimax.kernels.layerwise import LayerTape, layerwise_per_sample_grads
 from dpminimax.models import ResNet16
 from dpminimax.models.network import BatchedNetwork, batched_model
+from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator
 
 
@@ -85,7 +86,8 @@ def test_private_step_without_noise_is_the_clipped_residual_step():
         return torch.softmax(logits, dim=-1) - F.one_hot(targets, 10).to(logits.dtype)
 
     clip = torch.tensor([0.5, math.inf])
-    net.private_step(state, x, mask, residual, clip=clip, noise_std=torch.zeros(2),
+    release = BatchedRelease([Release("gradient", "gaussian", 0.0, float(c)) for c in clip])
+    net.private_step(state, x, mask, residual, release=release,
                      generators=[make_generator(s, "noise") for s in (3, 4)],
                      step_size=torch.tensor([0.1, 0.2]),
                      dropout_streams=[make_generator(s, "dropout") for s in (3, 4)])

@@ -14,6 +14,7 @@ from dpminimax.algorithms.racodp import (
     RacoDpProgram,
     paper_accounting_event,
     racodp_event,
+    racodp_releases,
 )
 from dpminimax.data import PreparedDataset, load_dataset
 from dpminimax.kernels.sampling import poisson_batches
@@ -43,11 +44,12 @@ def test_primal_step_is_the_gradient_of_the_minibatch_lagrangian(data):
     """With exact histogram, no clipping and no noise, one step moves theta by
     -lr/B * grad[ sum_x CE(h(x), y) + B * R(theta, lambda; batch) ] (eq. 10, spec §2.8), where R
     uses the histogram counts as constants -- checked against torch autograd."""
-    params = {**_params(lr=0.5, temperature=2.0, batch_size=200),
-              "sampling_rate": 200 / len(data.y_train), "steps": 1}
+    params = _params(lr=0.5, temperature=2.0, batch_size=200)
+    releases = racodp_releases(200 / len(data.y_train), (0.0, 0.0, "laplace"), math.inf, 1)
     constraints = get_method("racodp").constraint_set(params, data)
     model = BatchedLogisticRegression(data.x_train.shape[1], 2)
-    program = RacoDpProgram(model, data, [constraints], [7], [params], device=DEVICE)
+    program = RacoDpProgram(model, data, [constraints], [7], [params], [releases],
+                            device=DEVICE)
     torch.manual_seed(0)
     program.state["weight"] = 0.1 * torch.randn_like(program.state["weight"])
     program.dual = torch.rand_like(program.dual)

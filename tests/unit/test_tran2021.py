@@ -26,6 +26,7 @@ from dpminimax.algorithms.tran2021b import (
     Tran2021b,
     Tran2021bNonPrivate,
     constraint_logit_jacobian,
+    pfld_releases,
     violation_bound,
     violation_contributions,
 )
@@ -33,12 +34,12 @@ from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits, noisy_linear_descent
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import poisson_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.metrics import demographic_parity_violation
 from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.events import event_from_dict
+from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import make_generator
 
 DEVICE = torch.device("cpu")
@@ -198,10 +199,11 @@ def test_tran2021a_program_step_is_the_penalised_gradient_step():
     """Non-private program: one step moves theta by -lr * (autograd of the batch objective) on
     the batch its "poisson" stream draws."""
     data = _biased(n=400)
-    params = {**Tran2021aNonPrivate().resolve({"lr": 0.8, "gamma": 1.5, "batch_size": 50}),
-              "noise_multiplier": 0.0, "histogram_noise_multiplier": 0.0,
-              "sampling_rate": 0.25}
-    program = Tran2021aProgram(data, [4], [params], device=DEVICE)
+    method, grid = Tran2021aNonPrivate(), {"lr": 0.8, "gamma": 1.5, "batch_size": 50}
+    plan = method.plan(RunSpec(4, INF, 1e-5, grid), 200)
+    assert plan.values["sampling_rate"] == 0.25
+    program = Tran2021aProgram(data, [4], [{**method.resolve(grid), **plan.values}],
+                               [plan.releases], device=DEVICE)
     start = torch.tensor([0.4, -0.3, 0.1])
     program.state["weight"] = start[:2].view(1, 1, 2).clone()
     program.state["bias"] = start[2:].view(1, 1).clone()
@@ -250,10 +252,14 @@ def test_tran2021a_accounting_contains_every_release():
                 [sigma, 2.0 * sigma])
     # the histogram costs privacy: the gamma > 0 run needs more gradient noise
     assert fit.resolved_params[1]["noise_multiplier"] > fit.resolved_params[0]["noise_multiplier"]
-    program = Tran2021aProgram(data, [0, 0], fit.resolved_params, device=DEVICE)
+    plans = [Tran2021a().plan(run, 400) for run in runs]
+    assert [plan.record for plan in plans] == fit.accounting
+    program = Tran2021aProgram(data, [0, 0], fit.resolved_params,
+                               [plan.releases for plan in plans], device=DEVICE)
     sigmas = [p["noise_multiplier"] for p in fit.resolved_params]
-    torch.testing.assert_close(program.gradient_std, 0.5 * torch.tensor(sigmas))
-    torch.testing.assert_close(program.histogram_std,
+    torch.testing.assert_close(program.gradient.clip, torch.tensor([0.5, 0.5]))
+    torch.testing.assert_close(program.gradient.noise_std, 0.5 * torch.tensor(sigmas))
+    torch.testing.assert_close(program.histogram.noise_std,
                                torch.tensor([0.0, 2.0 * sigmas[1] * math.sqrt(2.0)]))
 
 
@@ -321,16 +327,25 @@ def test_pfld_violation_contributions_average_to_the_gap():
     torch.testing.assert_close(v.mean(1)[0], torch.tensor(direct))
 
 
-def _pfld_params(method, **overrides):
-    return {**method.resolve(overrides), "noise_multiplier": 0.0, "sampling_rate": 0.25}
+def _pfld_program(data, seed, method, **overrides) -> PfldProgram:
+    """The program of one run with sigma = 0 (no noise, but a private method's clips)."""
+    params = method.resolve(overrides)
+    n = len(data.y_train)
+    q, epochs = params["batch_size"] / n, params["epochs"]
+    dual_clip = float(n) if params["clip_dual"] == "bound" else float(params["clip_dual"])
+    releases = pfld_releases(q, epochs * math.ceil(1 / q), epochs - 1, 0.0, (1.0, 1.0),
+                             (float(params["clip_primal"]), dual_clip))
+    return PfldProgram(data, [seed], [{**params, "sampling_rate": q}], [releases],
+                       device=DEVICE)
 
 
 def test_pfld_primal_step_is_the_lagrangian_gradient_step():
     """Non-private: with multipliers lam+-, one primal step moves theta by -lr * autograd of
     (1/m) sum_{i in B} l_i + sum_c (lam+_c - lam-_c) sum_{i in B} (n/m) w_ic p_i."""
     data = _biased(n=400)
-    program = PfldProgram(data, [2], [_pfld_params(Tran2021bNonPrivate(), lr=0.6, batch_size=50,
-                                                   fairness="equalized_odds")], device=DEVICE)
+    program = _pfld_program(data, 2, Tran2021bNonPrivate(), lr=0.6, batch_size=50,
+                            fairness="equalized_odds")
+    assert program.q == 0.25
     program.multipliers = torch.tensor([[0.5, 1.5, 0.0, 2.0, 0.0, 0.7, 0.0, 0.4]])
     mu = [0.5, 0.8, 0.0, 1.6]
     start = torch.tensor([0.2, -0.4, 0.3])
@@ -360,8 +375,7 @@ def test_pfld_dual_step_by_hand():
     """Non-private: lam+- <- max(0, lam+- + s (+-gap - alpha)) with the exact full-data gaps.
     Demographic parity with theta = (1, 0, 0): p_i = sigmoid(x_i0), group 1 above the mean."""
     data = _biased(n=400)
-    program = PfldProgram(data, [0], [_pfld_params(Tran2021bNonPrivate(), alpha=0.1,
-                                                   lr_dual=2.0)], device=DEVICE)
+    program = _pfld_program(data, 0, Tran2021bNonPrivate(), alpha=0.1, lr_dual=2.0)
     program.state["weight"][0, 0, 0] = 1.0
     start = torch.tensor([0.05, 0.3, 0.6, 0.0])
     program.multipliers = start[None].clone()
@@ -414,12 +428,18 @@ def test_pfld_accounting_contains_every_release(monkeypatch):
         [sigma, sigma])
     assert dual["count"] == 2
     assert dual["event"]["noise_multiplier"] == pytest.approx(4.0 * sigma)
-    program = PfldProgram(data, [0], [params], device=DEVICE)
-    torch.testing.assert_close(program.gradient_std, torch.tensor([10.0 * sigma]))
+    plan = Tran2021b().plan(runs[0], 400)
+    assert plan.record == record and plan.values["noise_multiplier"] == sigma
+    assert plan.release("violations").sensitivity == 400.0    # the bound for any counts
+    program = PfldProgram(data, [0], [params], [plan.releases], device=DEVICE)
+    for release in (program.gradient, program.jacobian):
+        torch.testing.assert_close(release.clip, torch.tensor([10.0]))
+        torch.testing.assert_close(release.noise_std, torch.tensor([10.0 * sigma]))
     assert params["clip_dual"] == "bound"
-    torch.testing.assert_close(program.clip_dual,
+    torch.testing.assert_close(program.dual.clip,
                                violation_bound(program.counts, program.parents, 400))
-    torch.testing.assert_close(program.dual_std, program.clip_dual * 4.0 * sigma)
+    assert float(program.dual.clip) < 400.0
+    torch.testing.assert_close(program.dual.noise_std, program.dual.clip * 4.0 * sigma)
 
 
 def _small_cell(n=2000, seed=0) -> PreparedDataset:
@@ -464,8 +484,8 @@ def test_pfld_dual_release_at_the_bound_is_the_gap_and_a_small_clip_biases_it():
                          for c in range(4)])
     released = {}
     for clip in ("bound", 5.0):
-        params = _pfld_params(Tran2021b(), fairness="equalized_odds", clip_dual=clip)
-        program = PfldProgram(data, [0], [params], device=DEVICE)
+        program = _pfld_program(data, 0, Tran2021b(), fairness="equalized_odds",
+                                clip_dual=clip)
         program.state["weight"][0, 0, 0] = 1.0
         released[clip] = program.violations()[0]
     torch.testing.assert_close(released["bound"], exact, rtol=1e-4, atol=1e-5)
@@ -507,19 +527,18 @@ def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibrat
     first epoch's dual step) are the torch form's bits at every step: every value handed to
     the noise (before it is added, where noise would hide the last bits) and the end states."""
 
-    def fit(compiled: bool):
-        released, calls = [], []
+    perturb = BatchedRelease.perturb
 
-        def record(values):
+    def fit(compiled: bool):
+        released, calls, descents = [], [], []
+
+        def noised(release, values, generators):
             released.extend(v.clone() for v in (
                 values.values() if isinstance(values, dict) else [values]))
-
-        def noised(values, *args, **kwargs):
-            record(values)
-            return add_noise(values, *args, **kwargs)
+            return perturb(release, values, generators)
 
         def descended(state, sums, **kwargs):
-            record(sums)
+            descents.append(kwargs["release"].name)
             return noisy_linear_descent(state, sums, **kwargs)
 
         def counted(*args, **kwargs):
@@ -528,7 +547,7 @@ def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibrat
 
         with monkeypatch.context() as patch:
             patch.setattr(tran2021b, "pfld_sums", counted)
-            patch.setattr(tran2021b, "add_noise", noised)
+            patch.setattr(BatchedRelease, "perturb", noised)
             patch.setattr(tran2021b, "noisy_linear_descent", descended)
             if not compiled:   # the primal check (theta and the gap-weight table) only:
                 # the per-epoch dual release keeps its own sparse logits in both fits
@@ -538,7 +557,9 @@ def test_pfld_compiled_primal_sums_give_the_torch_bits(fairness, cached_calibrat
             runs = expand_runs([0, 1], 2.0, 1e-5, {
                 "alpha": [0.0, 0.05], "batch_size": 60, "epochs": 3, "fairness": fairness,
                 "clip_primal": 0.3, "lr": 0.5})
-            return Tran2021b().fit(_biased(n=1200), runs, DEVICE), released, len(calls)
+            fitted = Tran2021b().fit(_biased(n=1200), runs, DEVICE)
+            assert descents == ["gradient"] * (3 * math.ceil(600 / 60))
+            return fitted, released, len(calls)
 
     compiled, compiled_sums, steps = fit(True)
     reference, reference_sums, none = fit(False)

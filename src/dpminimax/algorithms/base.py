@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from dpminimax.data import PreparedDataset
+from dpminimax.privacy.accounting import accounting_record
+from dpminimax.privacy.release import Part, Release, plan_event, releases_of
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,37 @@ class FitResult:
     resolved_params: list[dict] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """One run's privacy plan (issue #17): the tree of releases it makes (:mod:`
+    dpminimax.privacy.release`), the values planned for it (sampling rate, steps, noise
+    multipliers: recorded beside its parameters) and its accounting record, computed from the
+    event DERIVED from those releases, the same objects the program adds noise with."""
+
+    releases: Part
+    values: dict[str, Any]
+    record: dict[str, Any]
+
+    @classmethod
+    def account(cls, releases: Part, values: Mapping[str, Any], delta: float,
+                accountant: str = "rdp", **extras: Any) -> RunPlan:
+        """The plan of ``releases`` with the accounting record of their event (plus
+        ``extras``, for example the epsilon of a paper's own accounting)."""
+        record = accounting_record(plan_event(releases), delta, accountant)
+        return cls(releases, dict(values), {**record, **extras})
+
+    def event(self):
+        return plan_event(self.releases)
+
+    def release(self, name: str) -> Release:
+        """The release called ``name`` (the program noises with exactly this object)."""
+        for release in releases_of(self.releases):
+            if release.name == name:
+                return release
+        raise KeyError(f"the plan makes no release {name!r}; it makes "
+                       f"{[r.name for r in releases_of(self.releases)]}")
+
+
 #: Called after every training step with (steps done, batched model, state of all runs).
 Monitor = Callable[[int, Any, dict[str, torch.Tensor]], None]
 
@@ -60,6 +93,8 @@ class Method(ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
+    #: The paper it reproduces (a short id of papers/) or the work a baseline re-implements.
+    paper: ClassVar[str]
     private: ClassVar[bool]
     parameters: ClassVar[dict[str, Any]]
     #: Parameters that must take one value per batched program (sampling rate, step count,
@@ -87,6 +122,13 @@ class Method(ABC):
         override this with their planning."""
         shared_values([self.resolve(run.params) for run in runs], self.shared_parameters,
                       self.name)
+
+    @abstractmethod
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """The privacy plan of ``run`` on ``n`` training examples, without training (pure:
+        ``dpminimax account --method`` prints its epsilon, and :meth:`fit` noises with its
+        releases). ``data`` is needed only by plans calibrated from training-set statistics
+        (DP-FERMI's Thm. 3.3 reads the group counts); others ignore it."""
 
     def extra_metrics(self, fit: FitResult, data: PreparedDataset,
                       device: torch.device) -> list[dict[str, float]]:

@@ -11,6 +11,7 @@ mini-batch SGD with Poisson batches, so the two differ only in privacy.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from tqdm.auto import tqdm
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
+    RunPlan,
     RunSpec,
     shared_values,
 )
@@ -29,8 +31,8 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork, batched_model
-from dpminimax.privacy import accounting_record, calibrate_noise_multiplier, dpsgd_event
-from dpminimax.privacy.events import non_private_event
+from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
 
 SHARED_PARAMETERS = ("batch_size", "epochs", "accountant", "model")
 
@@ -40,6 +42,7 @@ class DpSgd(Method):
 
     name: ClassVar[str] = "dp_sgd"
     label: ClassVar[str] = "DP-SGD"
+    paper: ClassVar[str] = "Abadi et al. 2016, Alg. 1 (baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lr": 1.0,
@@ -52,15 +55,25 @@ class DpSgd(Method):
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
     uses_sensitive_attribute: ClassVar[bool] = False
 
+    def plan(self, run: RunSpec, n: int,
+             data: PreparedDataset | None = None) -> RunPlan:
+        """T = ceil(epochs / q) Poisson(q) rounds of one Gaussian release, the clipped gradient
+        sum (l2 sensitivity C), with sigma calibrated to the run's (epsilon, delta)."""
+        params = self.resolve(run.params)
+        q = min(1.0, params["batch_size"] / n)
+        steps = math.ceil(params["epochs"] / q)
+        sigma = self.noise_multiplier(q, steps, run, params["accountant"])
+        releases = gradient_rounds(q, steps, Release("gradient", "gaussian", sigma,
+                                                     self.clip_norm(params)))
+        return RunPlan.account(releases, {"noise_multiplier": sigma, "sampling_rate": q,
+                                          "steps": steps}, run.delta, params["accountant"])
+
     def noise_multiplier(self, q: float, steps: int, run: RunSpec, accountant: str) -> float:
         """sigma calibrated so that T steps at rate q are (epsilon, delta)-DP."""
-        return calibrate_noise_multiplier(q, steps, run.epsilon, run.delta, accountant)
+        return calibrated_sigma(q, steps, run.epsilon, run.delta, accountant)
 
     def clip_norm(self, params: dict[str, Any]) -> float:
         return float(params["clip"])
-
-    def privacy_event(self, q: float, sigma: float, steps: int):
-        return dpsgd_event(q, sigma, steps)
 
     def fit(
         self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device
@@ -68,28 +81,36 @@ class DpSgd(Method):
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED_PARAMETERS, self.name)
         n = len(data.y_train)
-        q = min(1.0, shared["batch_size"] / n)
-        steps = math.ceil(shared["epochs"] / q)
-        sigmas = [self.noise_multiplier(q, steps, run, shared["accountant"]) for run in runs]
-        accounting = [
-            accounting_record(self.privacy_event(q, sigma, steps), run.delta, shared["accountant"])
-            for run, sigma in zip(runs, sigmas, strict=True)
-        ]
-        for params, sigma in zip(resolved, sigmas, strict=True):
-            params.update(noise_multiplier=sigma, sampling_rate=q, steps=steps)
+        plans = [self.plan(run, n) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        q, steps = resolved[0]["sampling_rate"], resolved[0]["steps"]
 
         model = batched_model(data, shared["model"],
                               num_classes=1 if data.kind == "tabular" else len(data.label_names))
         lr = torch.tensor([p["lr"] for p in resolved], device=device)
-        clip = torch.tensor([self.clip_norm(p) for p in resolved], device=device)
-        noise_std = torch.tensor(sigmas, device=device) * torch.where(
-            torch.isinf(clip), torch.zeros_like(clip), clip
-        )
+        release = BatchedRelease([plan.release("gradient") for plan in plans], device)
         state = train_noisy_sgd(
-            model, data, runs, lr=lr, clip=clip, noise_std=noise_std, q=q, steps=steps,
+            model, data, runs, lr=lr, release=release, q=q, steps=steps,
             device=device, description=f"{self.name} x{len(runs)} runs",
         )
-        return FitResult(model, state, list(runs), accounting, resolved)
+        return FitResult(model, state, list(runs), [plan.record for plan in plans], resolved)
+
+
+def gradient_rounds(q: float, steps: int, gradient: Release) -> Batch:
+    """DP-SGD's releases (Abadi et al. 2016, Alg. 1): one clipped gradient sum per Poisson(q)
+    batch, ``steps`` times."""
+    return Batch((gradient,), count=steps, sampling_rate=q)
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrated_sigma(q: float, steps: int, epsilon: float, delta: float,
+                     accountant: str) -> float:
+    """Smallest noise multiplier with which :func:`gradient_rounds` meets (epsilon, delta)."""
+    return calibrate_event_parameter(
+        lambda sigma: plan_event(gradient_rounds(q, steps, Release("gradient", "gaussian",
+                                                                   sigma, 1.0))),
+        epsilon, delta, accountant)
 
 
 class NonPrivateSgd(DpSgd):
@@ -118,9 +139,6 @@ class NonPrivateSgd(DpSgd):
     def clip_norm(self, params: dict[str, Any]) -> float:
         return math.inf
 
-    def privacy_event(self, q: float, sigma: float, steps: int):
-        return non_private_event()
-
 
 def train_noisy_sgd(
     model: BatchedLogisticRegression | BatchedNetwork,
@@ -128,8 +146,7 @@ def train_noisy_sgd(
     runs: Sequence[RunSpec],
     *,
     lr: torch.Tensor,
-    clip: torch.Tensor,
-    noise_std: torch.Tensor,
+    release: BatchedRelease,
     q: float,
     steps: int,
     device: torch.device,
@@ -139,7 +156,7 @@ def train_noisy_sgd(
     program = NoisySgd(
         model, training_rows(data, device),
         torch.as_tensor(data.y_train, device=device), [run.seed for run in runs],
-        lr=lr, clip=clip, noise_std=noise_std, q=q,
+        lr=lr, release=release, q=q,
     )
     for _ in tqdm(range(steps), desc=description, mininterval=5.0, leave=False):
         program.step()

@@ -16,16 +16,19 @@ so every theta step is the model's ``private_step`` from that residual (one clip
 gradient, :func:`~dpminimax.kernels.linear.private_linear_step` for logistic regression,
 :class:`~dpminimax.kernels.layerwise.LayerTape` for networks).
 
-Privacy (``privacy``), each recorded as what it is:
+Privacy (``privacy``), each recorded as what it is. Every run's plan declares its releases
+(:func:`fermi_releases`, :mod:`dpminimax.privacy.release`): the group counts behind P_S (Alg. 1
+line 2), then per step the theta- and W-gradient releases (lines 5-6) from one batch; the program
+adds noise only through them.
 
 * ``"example"`` (default; add/remove-one-example DP, our accountant): Poisson batches q = m/n,
   T = ceil(epochs / q); per-example clipping of the whole theta-gradient of ``l_i + lam psi_i``
   to ``clip`` and of ``lam grad_W psi_i`` to ``clip_w``; Gaussian noise sigma*clip and
-  sigma*clip_w on the sums (divided by the expected batch size m). Both releases use the same
-  batch: ``same_batch_event(q, [G(sigma), G(sigma)], T)``. psi_i needs P_S (P_{S|Y}), which
-  depends on the data, so the group counts (l2 sensitivity 1) are released once with Gaussian
-  noise of std ``count_noise`` (floored at 1, then normalised) and that event is composed with
-  training; sigma is calibrated for the composition.
+  sigma*clip_w on the sums (then divided by the expected batch size m). psi_i needs P_S
+  (P_{S|Y}), which depends on the data, so the group counts (l2 sensitivity 1) are released once
+  with Gaussian noise of std ``count_noise`` (floored at 1, then normalised). The event is
+  derived from these releases (the counts composed with T same-batch rounds of both gradients)
+  and sigma is calibrated on it.
 * ``"sensitive_attribute"``: the paper's Thm. 3.3 (neighbours differ in one s_i; x, y public)
   with its closed-form sigma_w, sigma_theta (:mod:`dpminimax.privacy.paper_bounds`; L = clip,
   D = w_radius, rho = (smallest group count - 1)/n as the code computes it, spec §2.5), exact
@@ -35,6 +38,7 @@ Privacy (``privacy``), each recorded as what it is:
   averaged gradient by <= 2L/m <= the theorem's sqrt(8) D L/(m sqrt(rho)) whenever
   D >= sqrt(rho/2) (checked). The record's epsilon is the target, its accountant
   ``paper_theorem_3_3``; it lists the theorem's conditions, ``guarantee_covered`` and the caveats.
+  The releases carry the theorem's noise (:meth:`DpFermi._paper_plan`), not its accounting.
 
 Noise scaling (spec §11 item 2): the noise sits on the lam-weighted fairness terms; in example mode
 the whole clipped gradient (loss included) is noised. ``code_faithful=True`` (sensitive-attribute
@@ -66,13 +70,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from dp_accounting import dp_event
 from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
     Monitor,
+    RunPlan,
     RunSpec,
     require_binary_labels,
     shared_values,
@@ -86,23 +90,15 @@ from dpminimax.algorithms.dpfermi_compiled import (
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.kernels.clip import clip_factors, per_sample_norms
+from dpminimax.kernels.clip import clip_factors
 from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import batched_model
-from dpminimax.privacy import (
-    accounting_record,
-    calibrate_event_parameter,
-    epsilon,
-    gaussian,
-    non_private_event,
-    same_batch_event,
-)
+from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.paper_bounds import (
     code_rho,
     code_steps,
@@ -110,6 +106,7 @@ from dpminimax.privacy.paper_bounds import (
     theorem_3_3_sigma_theta,
     theorem_3_3_sigma_w,
 )
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, plan_event
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling, the step count and the shapes.
@@ -119,12 +116,26 @@ SENSITIVE_NOTION = "sensitive-attribute DP (replace one example's sensitive attr
 EXAMPLE_NOTION = "example-level DP (add or remove one example)"
 
 
-def example_event(q: float, noise_multiplier: float, steps: int, count_noise: float):
-    """Example mode: the group-count release composed with T same-batch (theta, W) releases."""
-    return dp_event.ComposedDpEvent([
-        gaussian(count_noise),
-        same_batch_event(q, [gaussian(noise_multiplier), gaussian(noise_multiplier)], steps),
-    ])
+#: DP-FERMI's releases (Alg. 1): P_S's group counts (line 2), the theta and W gradients (5-6).
+RELEASES = ("group_counts", "theta_gradient", "w_gradient")
+
+
+def fermi_releases(counts: Release, theta: Release, w: Release, steps: int,
+                   q: float | None) -> Repeat:
+    """Alg. 1's releases: the group counts once (line 2), then ``steps`` rounds of the theta and
+    W releases (lines 5-6) from one batch, Poisson(``q``) or (``q`` None) shuffled, for which no
+    amplification is claimed."""
+    return Repeat((Batch((counts,)), Batch((theta, w), count=steps, sampling_rate=q)))
+
+
+def example_releases(q: float, steps: int, count_noise: float, sigma: float, clip: float,
+                     clip_w: float) -> Repeat:
+    """Example mode: the counts (l2 sensitivity 1) with Gaussian noise ``count_noise``, the
+    clipped theta- and W-gradient sums (sensitivities ``clip``, ``clip_w``) with multiplier
+    ``sigma``."""
+    return fermi_releases(Release("group_counts", "gaussian", count_noise, 1.0),
+                          Release("theta_gradient", "gaussian", sigma, clip),
+                          Release("w_gradient", "gaussian", sigma, clip_w), steps, q)
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,12 @@ class Schedule:
         q = min(1.0, batch_size / n)
         return cls(n, batch_size, epochs, q, math.ceil(epochs / q))
 
+    @property
+    def batch(self) -> float:
+        """The batch size m of Alg. 1: the expected qn (Poisson) or the shuffled batches'
+        nominal size (an epoch's last batch may be smaller)."""
+        return self.q * self.n if self.q is not None else float(self.batch_size)
+
     def batches(self, generators: Sequence[torch.Generator],
                 device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor, float]]:
         """``(index (R, B), mask (R, B), divisor)`` per step; the divisor turns sums into the
@@ -151,23 +168,11 @@ class Schedule:
         if self.q is not None:
             for _ in range(self.steps):
                 index, mask = poisson_batches(self.n, self.q, generators, device=device)
-                yield index, mask, self.q * self.n
+                yield index, mask, self.batch
             return
         for _ in range(self.epochs):
             for index in shuffled_batches(self.n, self.batch_size, generators, device=device):
                 yield index, torch.ones_like(index, dtype=torch.bool), float(index.shape[1])
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One run's noise: stds on the averaged theta- and W-gradients, the group-count noise std
-    (0: exact proportions), the record for accounting.json and the resolved extras."""
-
-    theta_std: float
-    w_std: float
-    count_std: float
-    record: dict[str, Any]
-    extras: dict[str, Any]
 
 
 class DpFermi(Method):
@@ -177,6 +182,7 @@ class DpFermi(Method):
 
     name: ClassVar[str] = "dpfermi"
     label: ClassVar[str] = "DP-FERMI"
+    paper: ClassVar[str] = "dpfermi"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lam": 0.5,
@@ -213,7 +219,7 @@ class DpFermi(Method):
 
     def build(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device):
         """``(program, batches, plans, resolved params, schedule)`` of ``runs``: the batched
-        program, its iterator of ``(index, mask, divisor)`` batches and every run's noise plan
+        program, its iterator of ``(index, mask, divisor)`` batches and every run's privacy plan
         (:meth:`fit` runs them; the Table 2 benchmark times single steps)."""
         resolved, shared, schedule, counts, plans = self._plan_runs(data, runs)
         program = FermiProgram(data, [run.seed for run in runs], resolved, plans, counts,
@@ -228,20 +234,22 @@ class DpFermi(Method):
         self._plan_runs(data, runs)
 
     def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
-        """``(resolved params, shared values, schedule, group counts, noise plans)``."""
+        """``(resolved params, shared values, schedule, group counts, privacy plans)``."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
         self._check(shared, data)
-        schedule = Schedule.create(len(data.y_train), int(shared["batch_size"]),
-                                   int(shared["epochs"]), bool(shared["code_faithful"]))
+        n = len(data.y_train)
+        schedule = Schedule.create(n, int(shared["batch_size"]), int(shared["epochs"]),
+                                   bool(shared["code_faithful"]))
         counts = group_counts(data, shared["fairness"])
-        plans = [self.plan(run, params, data, schedule, counts)
-                 for run, params in zip(runs, resolved, strict=True)]
+        plans = [self.plan(run, n, data) for run in runs]
         for params, plan in zip(resolved, plans, strict=True):
-            params.update(steps=schedule.steps, sampling_rate=schedule.q, **plan.extras)
+            params.update(plan.values)
         return resolved, shared, schedule, counts, plans
 
     def _check(self, shared: dict[str, Any], data: PreparedDataset) -> None:
+        """What the privacy modes need of the data and the model (:meth:`plan` checks the
+        modes themselves)."""
         if shared["code_faithful"]:
             require_binary_labels(data, f"{self.name} (code_faithful)")
         if shared["privacy"] == "sensitive_attribute" and (
@@ -250,50 +258,69 @@ class DpFermi(Method):
                 f"method {self.name!r}: privacy='sensitive_attribute' (Thm. 3.3) clips the "
                 "s-dependent gradient part by its closed-form norm for logistic regression on "
                 "tabular data only; use privacy='example' (method 'dpfermi') for networks")
-        if shared["fairness"] not in FAIRNESS:
-            raise ValueError(f"fairness must be one of {FAIRNESS}, got {shared['fairness']!r}")
-        if shared["privacy"] not in self.privacy_modes:
+
+    def _check_modes(self, params: dict[str, Any]) -> None:
+        """The run's fairness notion and privacy mode are ones this method has."""
+        if params["fairness"] not in FAIRNESS:
+            raise ValueError(f"fairness must be one of {FAIRNESS}, got {params['fairness']!r}")
+        if params["privacy"] not in self.privacy_modes:
             raise ValueError(f"method {self.name!r}: privacy must be one of "
-                             f"{self.privacy_modes}, got {shared['privacy']!r}")
-        if shared["code_faithful"] and shared["privacy"] != "sensitive_attribute":
+                             f"{self.privacy_modes}, got {params['privacy']!r}")
+        if params["code_faithful"] and params["privacy"] != "sensitive_attribute":
             raise ValueError(
                 "code_faithful=True reproduces the released DP-FERMI code (whole-batch theta "
                 "clipping, theta noise not scaled by lambda, shuffled batches, non-private P_S), "
                 "which is not example-level DP: use it only with privacy='sensitive_attribute'")
 
-    def plan(self, run: RunSpec, params: dict[str, Any], data: PreparedDataset,
-             schedule: Schedule, counts: np.ndarray) -> Plan:
-        """The noise of ``run`` and its accounting record, in the run's privacy mode."""
-        if params["privacy"] == "example":
-            return self._example_plan(run, params, schedule)
-        return self._paper_plan(run, params, data, schedule, counts)
-
-    def _example_plan(self, run: RunSpec, params: dict[str, Any], schedule: Schedule) -> Plan:
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """The releases of ``run`` on ``n`` training rows (:func:`fermi_releases`) and its
+        record. Example mode: the counts with noise ``count_noise``, then T Poisson(q) rounds
+        of the clipped theta and W sums with one sigma calibrated so that the event DERIVED
+        from these releases is (epsilon, delta)-DP. Sensitive-attribute mode needs ``data``
+        (rho from its group counts): see :meth:`_paper_plan`."""
+        params = self.resolve(run.params)
+        self._check_modes(params)
+        schedule = Schedule.create(n, int(params["batch_size"]), int(params["epochs"]),
+                                   bool(params["code_faithful"]))
+        if params["privacy"] == "sensitive_attribute":
+            if data is None:
+                raise ValueError("privacy='sensitive_attribute' plans Thm. 3.3's noise from the "
+                                 "training set's group counts: pass its data (dpminimax account: "
+                                 "--data DIR)")
+            return self._paper_plan(run, params, data, schedule)
         if math.isinf(run.epsilon):
             raise ValueError(f"method {self.name!r} needs a finite epsilon in example mode; "
                              f"use 'fermi_nonprivate' for epsilon = inf")
         count_noise, accountant = float(params["count_noise"]), params["accountant"]
         if not count_noise > 0:
             raise ValueError(f"count_noise must be > 0 in example mode, got {count_noise}")
-        count_epsilon = epsilon(gaussian(count_noise), run.delta, accountant)
+        counts = Release("group_counts", "gaussian", count_noise, 1.0)
+        count_epsilon = epsilon(counts.event(), run.delta, accountant)
         if count_epsilon >= run.epsilon:
             raise ValueError(
                 f"the group-count release alone (count_noise={count_noise}) has epsilon "
                 f"{count_epsilon:.4g} >= target {run.epsilon}; increase count_noise")
-        sigma = _calibrated_sigma(schedule.q, schedule.steps, count_noise, run.epsilon,
-                                  run.delta, accountant)
-        record = accounting_record(example_event(schedule.q, sigma, schedule.steps, count_noise),
-                                   run.delta, accountant)
-        record.update(notion=EXAMPLE_NOTION, noise_multiplier=sigma, count_noise=count_noise,
-                      sampling="poisson", sampling_rate=schedule.q, steps=schedule.steps)
-        mean = schedule.q * schedule.n
-        return Plan(theta_std=sigma * float(params["clip"]) / mean,
-                    w_std=sigma * float(params["clip_w"]) / mean, count_std=count_noise,
-                    record=record, extras={"noise_multiplier": sigma})
+        q, steps = schedule.q, schedule.steps
+        sigma = _calibrated_sigma(q, steps, count_noise, run.epsilon, run.delta, accountant)
+        releases = example_releases(q, steps, count_noise, sigma, float(params["clip"]),
+                                    float(params["clip_w"]))
+        return RunPlan.account(
+            releases, {"steps": steps, "sampling_rate": q, "noise_multiplier": sigma},
+            run.delta, accountant, notion=EXAMPLE_NOTION, noise_multiplier=sigma,
+            count_noise=count_noise, sampling="poisson", sampling_rate=q, steps=steps)
 
     def _paper_plan(self, run: RunSpec, params: dict[str, Any], data: PreparedDataset,
-                    schedule: Schedule, counts: np.ndarray) -> Plan:
+                    schedule: Schedule) -> RunPlan:
+        """Thm. 3.3's closed-form sigma_w, sigma_theta = L D sigma_w (stds on the averaged
+        gradients) as releases: one s_i moves the averaged W-gradient by <= sqrt(8 / rho) / m
+        and the theta one by L D times that (proof of Thm. D.2), so both releases have the
+        multiplier sigma_w m / sqrt(8 / rho) (= (m/n) sqrt(2 T ln(1/delta)) / epsilon, Abadi
+        et al. 2016, Thm. 1); they release the lam-weighted sums (spec §11 item 2) or, code v1,
+        the batch means, its theta's not scaled by lam. P_S is exact (not noised). The record
+        is the theorem's, with its conditions, not the releases' event (under add/remove the
+        exact P_S is not private)."""
         faithful, lam = bool(params["code_faithful"]), float(params["lam"])
+        counts = group_counts(data, params["fairness"])
         eo = params["fairness"] == "equalized_odds"
         marginal = counts.sum(axis=0)
         rho = (min(code_rho(row) for row in counts) if eo and not faithful
@@ -329,10 +356,19 @@ class DpFermi(Method):
             "conditions": conditions, "guarantee_covered": all(conditions.values()),
             "caveats": _caveats(faithful, eo),
         }
-        return Plan(theta_std=sigma_theta if faithful else lam * sigma_theta,
-                    w_std=lam * sigma_w, count_std=0.0, record=record,
-                    extras={"sigma_theta": sigma_theta, "sigma_w": sigma_w, "rho": rho})
-
+        # the averaged W-gradient's s-sensitivity; the releases are of sums (m times the
+        # averages) or, code v1, of means
+        averaged = math.sqrt(8.0 / rho) / schedule.batch
+        released = averaged * (1.0 if faithful else schedule.batch)
+        releases = fermi_releases(
+            Release("group_counts", "gaussian", 0.0, 1.0),
+            _theorem_release("theta_gradient", sigma_w / averaged,
+                             (1.0 if faithful else lam) * lipschitz * bound * released),
+            _theorem_release("w_gradient", sigma_w / averaged, lam * released),
+            steps, schedule.q)
+        return RunPlan(releases, {"steps": steps, "sampling_rate": schedule.q,
+                                  "sigma_theta": sigma_theta, "sigma_w": sigma_w, "rho": rho},
+                       record)
 
 
 class DpFermiPaper(DpFermi):
@@ -356,6 +392,7 @@ class DpFermiCode(DpFermi):
                                             "privacy": "sensitive_attribute",
                                             "code_faithful": True}
 
+
 class NonPrivateFermi(DpFermi):
     """The same descent-ascent without clipping or noise (exact P_S, Poisson batches, W0 = 0);
     epsilon must be inf."""
@@ -375,12 +412,17 @@ class NonPrivateFermi(DpFermi):
                         code_faithful=False, accountant="rdp")
         return resolved
 
-    def plan(self, run: RunSpec, params: dict[str, Any], data: PreparedDataset,
-             schedule: Schedule, counts: np.ndarray) -> Plan:
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """Example mode's releases with no noise (exact P_S, unclipped sums): not private."""
         if not math.isinf(run.epsilon):
             raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf'")
-        return Plan(theta_std=0.0, w_std=0.0, count_std=0.0,
-                    record=accounting_record(non_private_event(), run.delta), extras={})
+        params = self.resolve(run.params)
+        self._check_modes(params)
+        schedule = Schedule.create(n, int(params["batch_size"]), int(params["epochs"]), False)
+        releases = example_releases(schedule.q, schedule.steps, 0.0, 0.0, params["clip"],
+                                    params["clip_w"])
+        return RunPlan.account(releases, {"steps": schedule.steps,
+                                          "sampling_rate": schedule.q}, run.delta)
 
 
 def _caveats(faithful: bool, eo: bool) -> list[str]:
@@ -420,17 +462,29 @@ def group_counts(data: PreparedDataset, fairness: str) -> np.ndarray:
         rows, groups)
 
 
+def _theorem_release(name: str, multiplier: float, sensitivity: float) -> Release:
+    """A release of Thm. 3.3's noise; at lam = 0 (sensitivity 0) the sum does not depend on s
+    and is released without noise."""
+    if sensitivity == 0.0:
+        return Release(name, "gaussian", 0.0, math.inf)
+    return Release(name, "gaussian", multiplier, sensitivity)
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrated_sigma(q: float, steps: int, count_noise: float, target: float, delta: float,
                       accountant: str) -> float:
-    """Smallest sigma with ``epsilon(example_event(q, sigma, T, count_noise)) <= target``."""
+    """Smallest sigma with which :func:`example_releases` meet (target, delta)."""
     return calibrate_event_parameter(
-        lambda sigma: example_event(q, sigma, steps, count_noise), target, delta, accountant)
+        lambda sigma: plan_event(example_releases(q, steps, count_noise, sigma, 1.0, 1.0)),
+        target, delta, accountant)
 
 
 class FermiProgram:
     """State (theta, W) and random streams of R DP-FERMI runs; :meth:`step` is Algorithm 1's
-    loop body (lines 4-6) for all of them, in the mode the plans describe.
+    loop body (lines 4-6) for all of them, in the mode the plans describe. Every noise it adds
+    is one of the plans' releases (:data:`RELEASES`, one
+    :class:`~dpminimax.privacy.release.BatchedRelease` each): P_S's counts, the theta- and
+    W-gradient sums (code v1: batch means).
 
     Binary logistic regression on the CPU computes both gradient sums in one compiled pass
     (:mod:`dpminimax.algorithms.dpfermi_compiled`; code v1 through :meth:`_kernel_w`);
@@ -439,7 +493,7 @@ class FermiProgram:
     to."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
-                 params: Sequence[dict[str, Any]], plans: Sequence[Plan], counts: np.ndarray,
+                 params: Sequence[dict[str, Any]], plans: Sequence[RunPlan], counts: np.ndarray,
                  *, privacy: str, faithful: bool, device: torch.device) -> None:
         runs = len(seeds)
         self.privacy, self.faithful = privacy, faithful
@@ -459,7 +513,7 @@ class FermiProgram:
         self.groups = counts.shape[1]
         if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
             self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
-        # code v1 clips the batch-mean gradient instead (:meth:`_code_descent`)
+        # code v1 clips the batch-mean gradient instead (:meth:`_descend`)
         self.clip_mode = CLIP_NONE if faithful else {
             "example": CLIP_EXAMPLE, "sensitive_attribute": CLIP_SENSITIVE}.get(privacy,
                                                                                CLIP_NONE)
@@ -467,17 +521,19 @@ class FermiProgram:
         def per_run(values) -> torch.Tensor:
             return torch.tensor([float(v) for v in values], device=device)
 
-        self.lam, self.lr, self.lr_w = (per_run(p[k] for p in params)
-                                        for k in ("lam", "lr", "lr_w"))
-        self.clip, self.clip_w, self.radius = (per_run(p[k] for p in params)
-                                               for k in ("clip", "clip_w", "w_radius"))
-        self.theta_std = per_run(plan.theta_std for plan in plans)
-        self.w_std = per_run(plan.w_std for plan in plans)
+        self.count_release, self.theta_release, self.w_release = (
+            BatchedRelease([plan.release(name) for plan in plans], device) for name in RELEASES)
+        self.lam, self.lr, self.lr_w, self.radius = (per_run(p[k] for p in params)
+                                                     for k in ("lam", "lr", "lr_w", "w_radius"))
+        # example mode clips each example's gradients to its releases' sensitivities; Thm. 3.3
+        # clips the s-dependent part to L (code v1: the batch mean); clip_w: example mode only
+        self.clip = (per_run(p["clip"] for p in params) if privacy == "sensitive_attribute"
+                     else self.theta_release.clip)
+        self.clip_w = self.w_release.clip
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
         self.noise_w = [make_generator(seed, "noise_w", device) for seed in seeds]
         self.dropout = [make_generator(seed, "dropout", device) for seed in seeds]
-        self.p_s = self._proportions(counts, per_run(plan.count_std for plan in plans), seeds,
-                                     device)
+        self.p_s = self._proportions(counts, seeds, device)
         # code v1: F = [p] and only group 0's column of s (a 1 x 1 W); otherwise F = softmax
         self.columns = 1 if faithful else self.groups
         shape = (runs, counts.shape[0], self.columns, 1 if faithful else self.classes)
@@ -488,13 +544,14 @@ class FermiProgram:
         else:
             self.w = torch.zeros(shape, device=device)
 
-    def _proportions(self, counts: np.ndarray, count_std: torch.Tensor, seeds: Sequence[int],
+    def _proportions(self, counts: np.ndarray, seeds: Sequence[int],
                      device: torch.device) -> torch.Tensor:
-        """P_S per cell (R, C, k): exact, or from counts released with Gaussian noise of std
-        ``count_std`` (l2 sensitivity 1), floored at 1 before normalising."""
+        """P_S per cell (R, C, k) from the counts' release (Alg. 1 line 2; exact where it is
+        not noised), floored at 1 before normalising."""
         exact = torch.as_tensor(counts, dtype=torch.float32, device=device).flatten()
-        noisy = add_noise(exact.expand(len(seeds), -1).clone(), count_std,
-                          [make_generator(seed, "group_counts", device) for seed in seeds])
+        noisy = self.count_release.perturb(
+            exact.expand(len(seeds), -1).clone(),
+            [make_generator(seed, "group_counts", device) for seed in seeds])
         noisy = torch.clamp(noisy, min=1.0).view(len(seeds), *counts.shape)
         return noisy / noisy.sum(dim=-1, keepdim=True)
 
@@ -540,14 +597,8 @@ class FermiProgram:
         sums = fermi_sums(x, self.x_norm, mask, self.y, self.s, self.cells, self.state,
                           self._kernel_w(), self.p_s, self.lam, self.clip, self.clip_w,
                           self.clip_mode)
-        if self.faithful:
-            self._code_descent(sums.weight, sums.bias, divisor)
-            self._w_step(sums.w[:, :, :1, 1:], divisor)
-            return
-        noisy_linear_descent(self.state, {"weight": sums.weight, "bias": sums.bias},
-                             noise_std=self.theta_std * divisor, generators=self.noise,
-                             step_size=self.lr / divisor)
-        self._w_step(sums.w, divisor)
+        self._descend(sums.weight, sums.bias, divisor)
+        self._w_step(sums.w[:, :, :1, 1:] if self.faithful else sums.w, divisor)
 
     def _kernel_w(self) -> torch.Tensor:
         """W in the compiled sums' form (R, C, k, 2). Code v1's 1 x 1 W (F = [p], group 0's
@@ -561,8 +612,11 @@ class FermiProgram:
         return embedded
 
     def _w_step(self, grad_w: torch.Tensor, divisor: float) -> None:
-        """Alg. 1 line 6: noise on the W-gradient sum (R, C, k, l), ascent, projection."""
-        noisy = add_noise(grad_w, self.w_std * divisor, self.noise_w)
+        """Alg. 1 line 6: the W release of the gradient sum (R, C, k, l) (code v1: of the batch
+        mean), ascent, projection."""
+        if self.faithful:
+            grad_w, divisor = grad_w / divisor, 1.0
+        noisy = self.w_release.perturb(grad_w, self.noise_w)
         self.w = self._project(self.w + (self.lr_w / divisor).view(-1, 1, 1, 1) * noisy)
 
     def _residual(self, outputs: torch.Tensor, y: torch.Tensor, attributes: torch.Tensor,
@@ -621,27 +675,30 @@ class FermiProgram:
 
     def _theta_step(self, x: torch.Tensor | IndexedRows, mask: torch.Tensor, divisor: float,
                     residual: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        """Alg. 1 line 5: per-example clipping (example mode) or none (the sensitive part was
-        clipped already), noise and descent through the model; code v1 clips the batch-mean
-        gradient of the linear model instead."""
-        if not self.faithful:
-            clip = self.clip if self.privacy == "example" else torch.full_like(self.clip,
-                                                                              math.inf)
-            self.model.private_step(self.state, x, mask, residual, clip=clip,
-                                    noise_std=self.theta_std * divisor, generators=self.noise,
-                                    step_size=self.lr / divisor, dropout_streams=self.dropout)
+        """Alg. 1 line 5 through the model: the theta release of the per-example gradients
+        clipped to its sensitivity (example mode; none without privacy), descent. In
+        sensitive-attribute mode (logistic regression) the s-dependent part was clipped in
+        ``residual`` and :meth:`_descend` releases the unclipped sums."""
+        if self.privacy != "sensitive_attribute":
+            self.model.private_step(self.state, x, mask, residual, release=self.theta_release,
+                                    generators=self.noise, step_size=self.lr / divisor,
+                                    dropout_streams=self.dropout)
             return
         outputs = linear_logits(self.state["weight"], self.state["bias"], x)
-        self._code_descent(*clipped_outer_sum(residual(outputs), x, mask,
-                                              torch.full_like(self.clip, math.inf)), divisor)
+        self._descend(*clipped_outer_sum(residual(outputs), x, mask,
+                                         torch.full_like(self.clip, math.inf)), divisor)
 
-    def _code_descent(self, grad_w: torch.Tensor, grad_b: torch.Tensor, divisor: float) -> None:
-        """Code v1's theta step from the un-clipped gradient sums: the batch mean clipped to L,
-        noise sigma_theta, descent."""
-        mean = {"weight": grad_w / divisor, "bias": grad_b / divisor}
-        norms = per_sample_norms({k: v.unsqueeze(1) for k, v in mean.items()})  # (R, 1)
-        factor = clip_factors(norms, self.clip)[:, 0]
-        clipped = {k: v * factor.view(-1, *[1] * (v.dim() - 1)) for k, v in mean.items()}
-        noisy = add_noise(clipped, self.theta_std, self.noise)
-        for key, grad in noisy.items():
-            self.state[key] -= self.lr.view(-1, *[1] * (grad.dim() - 1)) * grad
+    def _descend(self, grad_w: torch.Tensor, grad_b: torch.Tensor, divisor: float) -> None:
+        """Alg. 1 line 5 from theta's gradient sums: the theta release, descent. Code v1
+        releases the batch mean clipped to L instead."""
+        sums, step_size = {"weight": grad_w, "bias": grad_b}, self.lr / divisor
+        if self.faithful:
+            mean = {k: v / divisor for k, v in sums.items()}
+            # one row per run, reduced along it: the same bits alone or among other runs
+            norms = torch.linalg.vector_norm(
+                torch.cat([v.flatten(start_dim=1) for v in mean.values()], dim=1), dim=-1)
+            factor = clip_factors(norms.unsqueeze(-1), self.clip)[:, 0]
+            sums = {k: v * factor.view(-1, *[1] * (v.dim() - 1)) for k, v in mean.items()}
+            step_size = self.lr
+        noisy_linear_descent(self.state, sums, release=self.theta_release,
+                             generators=self.noise, step_size=step_size)

@@ -25,15 +25,16 @@ constraints for k groups. Lagrangian ``L(h, lambda) = err(h) + sum_j lambda_j g_
 
 Output: the uniform mixture of h_1..h_T (:class:`LogisticMixture`).
 
-Privacy (add/remove one example; DESIGN.md): the 2k cell counts are released once with Gaussian
-noise (l2 sensitivity 1: an example sits in one cell); every per-example oracle gradient
-``w_i (sigmoid(z_i) - label_i) [x_i, 1]`` depends only on the example and on released values
-(lambda, noisy counts, the public n), and is clipped to C, so each Poisson-sampled step is a
-sampled Gaussian of multiplier sigma; the auditor's cell sums have l2 sensitivity 1 (a 0/1
-prediction in one cell). The whole run is ONE event,
-``Composed([Gaussian(s_c), SelfComposed(Composed([DP-SGD(q, sigma, S), Gaussian(s_a)]), T)])``
-with ``s_a = auditor_noise_ratio * sigma`` and ``s_c = count_noise_ratio * sigma``; sigma is
-the one scalar calibrated to the target (epsilon, delta). As elsewhere in the project, n (and
+Privacy (add/remove one example; DESIGN.md): each run declares its releases
+(:func:`jagielski_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from
+them. The 2k cell counts are released once with Gaussian noise (l2 sensitivity 1: an example
+sits in one cell); every per-example oracle gradient ``w_i (sigmoid(z_i) - label_i) [x_i, 1]``
+depends only on the example and on released values (lambda, noisy counts, the public n), and is
+clipped to C, so each Poisson-sampled step is a sampled Gaussian of multiplier sigma; the
+auditor's cell sums have l2 sensitivity 1 (a 0/1 prediction in one cell). The whole run is ONE
+event, ``Composed([Gaussian(s_c), SelfComposed(Composed([DP-SGD(q, sigma, S), Gaussian(s_a)]),
+T)])`` with ``s_a = auditor_noise_ratio * sigma`` and ``s_c = count_noise_ratio * sigma``; sigma
+is the one scalar calibrated to the target (epsilon, delta). As elsewhere in the project, n (and
 hence q = batch_size / n) is public.
 
 Deviations from the papers, and why:
@@ -59,18 +60,19 @@ Deviations from the papers, and why:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from dp_accounting import dp_event
 from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
+    RunPlan,
     RunSpec,
     is_non_private,
     require_binary_labels,
@@ -79,31 +81,46 @@ from dpminimax.algorithms.base import (
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import linear_logits, linear_residuals, private_linear_step
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
-from dpminimax.privacy import (
-    accounting_record,
-    calibrate_event_parameter,
-    dpsgd_event,
-    gaussian,
-    non_private_event,
+from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.release import (
+    Batch,
+    BatchedRelease,
+    Part,
+    Release,
+    Repeat,
+    plan_event,
+    releases_of,
 )
-from dpminimax.privacy.events import validate_event
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling rate, the step counts and the accountant.
 SHARED = ("batch_size", "oracle_steps", "rounds", "accountant")
 
 
-def jagielski_event(q: float, noise_multiplier: float, auditor_noise: float, count_noise: float,
-                    oracle_steps: int, rounds: int):
-    """Every release of one run: the noisy cell counts (Gaussian, multiplier ``count_noise``),
-    then ``rounds`` times the oracle's ``oracle_steps`` Poisson(q)-sampled Gaussian steps and the
-    auditor's full-data Gaussian cell sums (multiplier ``auditor_noise``)."""
-    one_round = dp_event.ComposedDpEvent([dpsgd_event(q, noise_multiplier, oracle_steps),
-                                          gaussian(auditor_noise)])
-    return validate_event(dp_event.ComposedDpEvent([
-        gaussian(count_noise), dp_event.SelfComposedDpEvent(one_round, rounds)]))
+def jagielski_releases(q: float, sigma: float, params: dict[str, Any]) -> Repeat:
+    """Every release of one run (module docstring, "Privacy"): the noisy cell ``counts``
+    (Gaussian, l2 sensitivity 1, multiplier ``count_noise_ratio * sigma``) on the full data,
+    then ``rounds`` times the oracle's ``oracle_steps`` Poisson(q) clipped ``gradient`` sums
+    (sensitivity ``clip``, multiplier sigma) and the ``auditor``'s full-data cell sums of hard
+    predictions (sensitivity 1, multiplier ``auditor_noise_ratio * sigma``)."""
+    counts = Release("counts", "gaussian", float(params["count_noise_ratio"]) * sigma, 1.0)
+    gradient = Release("gradient", "gaussian", sigma, float(params["clip"]))
+    auditor = Release("auditor", "gaussian", float(params["auditor_noise_ratio"]) * sigma, 1.0)
+    one_round = (Batch((gradient,), int(params["oracle_steps"]), q), Batch((auditor,)))
+    return Repeat((Batch((counts,)), Repeat(one_round, int(params["rounds"]))))
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrated_sigma(q: float, ratios: tuple[float, float], oracle_steps: int, rounds: int,
+                     epsilon: float, delta: float, accountant: str) -> float:
+    """The smallest sigma with which :func:`jagielski_releases` (auditor and count multipliers
+    ``ratios`` times sigma) meet (epsilon, delta)."""
+    shape = {"auditor_noise_ratio": ratios[0], "count_noise_ratio": ratios[1], "clip": 1.0,
+             "oracle_steps": oracle_steps, "rounds": rounds}
+    return calibrate_event_parameter(
+        lambda sigma: plan_event(jagielski_releases(q, sigma, shape)), epsilon, delta,
+        accountant)
 
 
 def multipliers(theta: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
@@ -205,6 +222,7 @@ class Jagielski2019(Method):
 
     name: ClassVar[str] = "jagielski2019"
     label: ClassVar[str] = "Jagielski et al. 2019 (re-impl.)"
+    paper: ClassVar[str] = "Jagielski et al. 2019 (dpfermi baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "tolerance": 0.05,
@@ -226,47 +244,41 @@ class Jagielski2019(Method):
         require_binary_labels(data, self.name)
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
-        for name in ("rounds", "oracle_steps"):
-            if int(shared[name]) < 1:
-                raise ValueError(f"method {self.name!r}: {name} must be >= 1, got {shared[name]}")
-        q = min(1.0, shared["batch_size"] / len(data.y_train))
-        plans: dict[tuple, tuple[float, dict[str, Any]]] = {}  # runs of one plan share sigma
-        accounting = []
-        for run, params in zip(runs, resolved, strict=True):
-            ratios = (float(params["auditor_noise_ratio"]), float(params["count_noise_ratio"]))
-            key = (run.epsilon, run.delta, ratios)
-            if key not in plans:
-                sigma = self.noise_multiplier(q, ratios, run, shared)
-                plans[key] = sigma, self.account(q, sigma, ratios, run, shared)
-            sigma, record = plans[key]
-            params.update(noise_multiplier=sigma, sampling_rate=q)
-            accounting.append(dict(record))
-        program = JagielskiProgram(data, [run.seed for run in runs], resolved, device=device)
+        n = len(data.y_train)
+        plans = [self.plan(run, n) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        program = JagielskiProgram(data, [run.seed for run in runs], resolved,
+                                   [plan.releases for plan in plans], device=device)
         for _ in tqdm(range(int(shared["rounds"])), desc=f"{self.name} x{len(runs)} runs",
                       mininterval=5.0, leave=False):
             program.play_round()
-        return FitResult(program.model, program.output_state(), list(runs), accounting,
-                         resolved)
+        return FitResult(program.model, program.output_state(), list(runs),
+                         [dict(plan.record) for plan in plans], resolved)
 
-    def noise_multiplier(self, q: float, ratios: tuple[float, float], run: RunSpec,
-                         shared: dict[str, Any]) -> float:
-        """sigma such that the whole run (:func:`jagielski_event`) is (epsilon, delta)-DP."""
+    def plan(self, run: RunSpec, n: int,
+             data: PreparedDataset | None = None) -> RunPlan:
+        """The run's releases (:func:`jagielski_releases`) with sigma calibrated on the event
+        derived from them, q = batch_size / n."""
+        params = self.resolve(run.params)
+        for name in ("rounds", "oracle_steps"):
+            if int(params[name]) < 1:
+                raise ValueError(f"method {self.name!r}: {name} must be >= 1, got {params[name]}")
+        q = min(1.0, params["batch_size"] / n)
+        sigma = self.noise_multiplier(q, params, run)
+        return RunPlan.account(jagielski_releases(q, sigma, params),
+                               {"noise_multiplier": sigma, "sampling_rate": q}, run.delta,
+                               params["accountant"])
+
+    def noise_multiplier(self, q: float, params: dict[str, Any], run: RunSpec) -> float:
+        """sigma such that the whole run is (epsilon, delta)-DP (:func:`calibrated_sigma`)."""
         if is_non_private(run.epsilon):
             raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
                              f"{Jagielski2019NonPrivate.name!r}")
-        return calibrate_event_parameter(
-            lambda sigma: self._event(q, sigma, ratios, shared), run.epsilon, run.delta,
-            shared["accountant"])
-
-    def account(self, q: float, sigma: float, ratios: tuple[float, float], run: RunSpec,
-                shared: dict[str, Any]) -> dict[str, Any]:
-        return accounting_record(self._event(q, sigma, ratios, shared), run.delta,
-                                 shared["accountant"])
-
-    @staticmethod
-    def _event(q: float, sigma: float, ratios: tuple[float, float], shared: dict[str, Any]):
-        return jagielski_event(q, sigma, ratios[0] * sigma, ratios[1] * sigma,
-                               int(shared["oracle_steps"]), int(shared["rounds"]))
+        return calibrated_sigma(q, (float(params["auditor_noise_ratio"]),
+                                    float(params["count_noise_ratio"])),
+                                int(params["oracle_steps"]), int(params["rounds"]), run.epsilon,
+                                run.delta, params["accountant"])
 
 
 class Jagielski2019NonPrivate(Jagielski2019):
@@ -286,26 +298,27 @@ class Jagielski2019NonPrivate(Jagielski2019):
         resolved.update(clip=math.inf, auditor_noise_ratio=0.0, count_noise_ratio=0.0)
         return resolved
 
-    def noise_multiplier(self, q, ratios, run, shared) -> float:
+    def noise_multiplier(self, q, params, run) -> float:
         if not is_non_private(run.epsilon):
             raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
                              f"got {run.epsilon}")
         return 0.0
-
-    def account(self, q, sigma, ratios, run, shared) -> dict[str, Any]:
-        return accounting_record(non_private_event(), run.delta)
 
 
 class JagielskiProgram:
     """State (oracle parameters, theta, iterates) and per-run random streams of R runs;
     :meth:`play_round` is one round of the game (steps 1-3 of the module docstring).
 
-    Streams per run seed: ``"counts"`` (the counts' noise, drawn here), ``"poisson"`` and
-    ``"noise"`` (the oracle's batches and gradient noise), ``"auditor"`` (the cell sums' noise).
+    Run r makes the releases ``releases[r]`` (:func:`jagielski_releases`: the noise of the
+    counts, the oracle's gradients and the auditor's sums, the clip) with ``params[r]`` (the
+    game's parameters, ``sampling_rate``). Streams per run seed: ``"counts"`` (the counts'
+    noise, drawn here), ``"poisson"`` and ``"noise"`` (the oracle's batches and gradient noise),
+    ``"auditor"`` (the cell sums' noise).
     """
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
-                 params: Sequence[dict[str, Any]], *, device: torch.device) -> None:
+                 params: Sequence[dict[str, Any]], releases: Sequence[Part], *,
+                 device: torch.device) -> None:
         def per_run(key: str) -> torch.Tensor:
             return torch.tensor([float(p[key]) for p in params], device=device)
 
@@ -320,19 +333,17 @@ class JagielskiProgram:
         runs = len(seeds)
         self.q = float(params[0]["sampling_rate"])
         self.oracle_steps = int(params[0]["oracle_steps"])
-        sigma, clip = per_run("noise_multiplier"), per_run("clip")
-        self.clip = clip
-        self.gradient_std = sigma * torch.where(torch.isinf(clip), torch.zeros_like(clip), clip)
-        self.auditor_std = sigma * per_run("auditor_noise_ratio")
+        named = [{release.name: release for release in releases_of(tree)} for tree in releases]
+        self.gradient, self.auditor, count_release = (
+            BatchedRelease.of(named, name, device) for name in ("gradient", "auditor", "counts"))
         self.step_size = per_run("lr") / expected_batch_size(self.n, self.q)
         self.bound, self.eg_lr = per_run("multiplier_bound"), per_run("eg_lr")
         self.tolerance = per_run("tolerance")
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
-        self.auditor = [make_generator(s, "auditor", device) for s in seeds]
+        self.auditor_noise = [make_generator(s, "auditor", device) for s in seeds]
         exact = self.cell_indicator.sum(dim=0).expand(runs, -1).contiguous()
-        counts = add_noise(exact, sigma * per_run("count_noise_ratio"),
-                           [make_generator(s, "counts", device) for s in seeds])
+        counts = count_release.perturb(exact, [make_generator(s, "counts", device) for s in seeds])
         self.counts = torch.clamp(counts, min=1.0)                  # post-processing
         self.state = {"weight": torch.zeros(runs, 1, self.x.shape[1], device=device),
                       "bias": torch.zeros(runs, 1, device=device)}
@@ -359,17 +370,16 @@ class JagielskiProgram:
         x, cells = self.rows.gather(index), batch_values(self.cells, index)
         residual = weights.gather(1, cells).unsqueeze(-1) * linear_residuals(
             self.state["weight"], self.state["bias"], x, labels.gather(1, cells))
-        private_linear_step(self.state, residual, x, mask, clip=self.clip,
-                            noise_std=self.gradient_std, generators=self.noise,
-                            step_size=self.step_size)
+        private_linear_step(self.state, residual, x, mask, release=self.gradient,
+                            generators=self.noise, step_size=self.step_size)
 
     def noisy_cell_sums(self) -> torch.Tensor:
         """``sum_{i in cell} h_t(x_i) + N(0, s_a^2)`` (R, 2k) over the whole training set (exact
         integer sums: 0/1 products summed in float32 below 2^24)."""
         shared = self.x.unsqueeze(0).expand(len(self.seeds), -1, -1)
         hard = (linear_logits(self.state["weight"], self.state["bias"], shared)[..., 0] > 0)
-        return add_noise(hard.to(self.x.dtype) @ self.cell_indicator, self.auditor_std,
-                         self.auditor)
+        return self.auditor.perturb(hard.to(self.x.dtype) @ self.cell_indicator,
+                                    self.auditor_noise)
 
     def output_state(self) -> dict[str, torch.Tensor]:
         """The mixture's state: iterates (R, T, d), biases (R, T) and the run seeds."""

@@ -1,7 +1,8 @@
 """One batched noisy-SGD program: the DP-SGD step (Abadi et al. 2016, Alg. 1) for R runs.
 
-Each step draws a Poisson batch per run, sums per-example gradients clipped to norm C_r, adds
-N(0, std_r^2 I) and takes a gradient step scaled by lr_r / (expected batch size qn). Run r draws
+Each step draws a Poisson batch per run, sums per-example gradients clipped to norm C_r, adds the
+gradient release's noise N(0, (sigma_r C_r)^2 I) and takes a gradient step scaled by
+lr_r / (expected batch size qn). Run r draws
 its batches from the generator ``(seed_r, "poisson")`` and its noise from ``(seed_r, "noise")``:
 trained alone or among others it draws the same numbers. With C = inf and std = 0 this is plain
 mini-batch SGD on Poisson batches. The training loop and the kernel benchmark both use it.
@@ -15,8 +16,8 @@ import torch
 
 from dpminimax.data.inputs import ImageFileRows
 from dpminimax.kernels.gather import RowGatherer, batch_values
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
+from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import make_generator
 
 
@@ -31,8 +32,7 @@ class NoisySgd:
         seeds: Sequence[int],
         *,
         lr: torch.Tensor,
-        clip: torch.Tensor,
-        noise_std: torch.Tensor,
+        release: BatchedRelease,
         q: float,
     ) -> None:
         device = y.device
@@ -41,8 +41,7 @@ class NoisySgd:
         self.y = y
         self.n = len(y)
         self.q = q
-        self.clip = clip
-        self.noise_std = noise_std
+        self.release = release
         self.state = model.init_state(len(seeds), device, seeds)
         self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
@@ -51,8 +50,8 @@ class NoisySgd:
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
         grads = self.model.clipped_grad_sum(
-            self.state, self.rows.take(index), batch_values(self.y, index), mask, self.clip
+            self.state, self.rows.take(index), batch_values(self.y, index), mask, self.release.clip
         )
-        grads = add_noise(grads, self.noise_std, self.noise)
+        grads = self.release.perturb(grads, self.noise)
         for key, grad in grads.items():
             self.state[key] -= self.scale.view(-1, *[1] * (grad.dim() - 1)) * grad

@@ -42,6 +42,7 @@ from dpminimax.algorithms.base import (
     FitResult,
     Method,
     Monitor,
+    RunPlan,
     RunSpec,
     shared_values,
 )
@@ -50,21 +51,12 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
 from dpminimax.kernels.gather import batch_values
 from dpminimax.kernels.grouped import grouped_sums
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork, batched_model
-from dpminimax.privacy import (
-    accounting_record,
-    calibrate_event_parameter,
-    epsilon,
-    gaussian,
-    laplace,
-    non_private_event,
-    same_batch_event,
-    separately_sampled_event,
-)
+from dpminimax.privacy import calibrate_event_parameter, epsilon
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, plan_event
 from dpminimax.seeding import make_generator
 
 #: Parameters fixing the constraint set, the noise family or the accountant: one value per
@@ -72,34 +64,42 @@ from dpminimax.seeding import make_generator
 SHARED = ("max_steps", "accountant", "constraint", "histogram_noise", "model")
 
 
+def racodp_releases(q: float, mechanism: tuple, clip: float, steps: int) -> Batch:
+    """T rounds of Alg. 1's two releases on one Poisson(q) batch: the clipped gradient sum
+    (Gaussian, l2 sensitivity C, multiplier sigma) and the histogram (Laplace or Gaussian of
+    scale b; an example adds one probability vector to one row: l1 and l2 sensitivity 1).
+    ``mechanism`` is ``(sigma, b, histogram_noise)``; sigma = b = 0 is the non-private SGDA."""
+    sigma, scale, histogram_noise = mechanism
+    if histogram_noise not in ("laplace", "gaussian"):
+        raise ValueError(f"histogram_noise must be 'laplace' or 'gaussian', got "
+                         f"{histogram_noise!r}")
+    return Batch((Release("gradient", "gaussian", float(sigma), float(clip)),
+                  Release("histogram", histogram_noise, float(scale), 1.0)),
+                 count=int(steps), sampling_rate=float(q))
+
+
 def racodp_event(q: float, noise_multiplier: float, histogram_scale: float,
                  histogram_noise: str, steps: int):
-    """The sound event of T RaCO-DP steps: both releases inside one Poisson sampling event.
+    """The sound event of T RaCO-DP steps (both releases inside one Poisson sampling event),
+    derived from :func:`racodp_releases`. The accountant interprets the Laplace case with the
+    PLD of the subsampled product pair Lap(1, b) x N(1, sigma^2)
+    (:mod:`dpminimax.privacy.pld_product`); two Gaussians merge exactly in dp_accounting."""
+    return plan_event(racodp_releases(q, (noise_multiplier, histogram_scale, histogram_noise),
+                                      1.0, steps))
 
-    Sensitivities (add-or-remove-one): the histogram changes by one probability vector in one
-    row, l1 (and l2) norm 1, so its Laplace noise multiplier is ``histogram_scale``; the clipped
-    gradient sum changes by at most C in l2, so its multiplier is ``noise_multiplier`` (std
-    sigma C). The accountant interprets the Laplace case with the PLD of the subsampled product
-    pair Lap(1, b) x N(1, sigma^2) (:mod:`dpminimax.privacy.pld_product`); two Gaussians merge
-    exactly in dp_accounting."""
-    return same_batch_event(q, _mechanisms(noise_multiplier, histogram_scale, histogram_noise),
-                            steps)
+
+def separately_sampled(batch: Batch) -> Repeat:
+    """Each release of ``batch`` on its OWN Poisson batch: what the released code accounts
+    (spec §2.6). UNSOUND for releases of one batch; only to report the paper's epsilon."""
+    return Repeat(tuple(Batch((release,), batch.count, batch.sampling_rate)
+                        for release in batch.releases))
 
 
 def paper_accounting_event(q: float, noise_multiplier: float, histogram_scale: float,
                            histogram_noise: str, steps: int):
-    """What the released code accounts (spec §2.6): separately sampled mechanisms. UNSOUND for
-    releases on the same batch; computed only to report the paper's own epsilon beside ours."""
-    return separately_sampled_event(
-        q, _mechanisms(noise_multiplier, histogram_scale, histogram_noise), steps)
-
-
-def _mechanisms(noise_multiplier: float, histogram_scale: float, histogram_noise: str):
-    if histogram_noise == "laplace":
-        return [gaussian(noise_multiplier), laplace(histogram_scale)]
-    if histogram_noise == "gaussian":
-        return [gaussian(noise_multiplier), gaussian(histogram_scale)]
-    raise ValueError(f"histogram_noise must be 'laplace' or 'gaussian', got {histogram_noise!r}")
+    """The paper's own (separately sampled) event of the same releases."""
+    return plan_event(separately_sampled(racodp_releases(
+        q, (noise_multiplier, histogram_scale, histogram_noise), 1.0, steps)))
 
 
 class RacoDp(Method):
@@ -108,6 +108,7 @@ class RacoDp(Method):
 
     name: ClassVar[str] = "racodp"
     label: ClassVar[str] = "RaCO-DP"
+    paper: ClassVar[str] = "racodp"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lr": 1.0,
@@ -138,42 +139,42 @@ class RacoDp(Method):
             device: torch.device, monitor: Monitor | None = None) -> FitResult:
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every step, for example to keep the checkpoint the tuning protocol selects."""
-        model, resolved, accounting = self._plan_runs(data, runs)
+        model, resolved, plans = self._plan_runs(data, runs)
         constraints = [self.constraint_set(p, data) for p in resolved]
-        program = RacoDpProgram(
-            model, data,
-            constraints, [run.seed for run in runs], resolved, device=device)
+        program = RacoDpProgram(model, data, constraints, [run.seed for run in runs], resolved,
+                                [plan.releases for plan in plans], device=device)
         total = max(p["steps"] for p in resolved)
         for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
                          leave=False):
             program.step()
             if monitor is not None:
                 monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs), accounting, resolved)
+        return FitResult(program.model, program.state, list(runs),
+                         [dict(plan.record) for plan in plans], resolved)
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's step count on ``data`` (raises where one step exceeds the target)."""
         self._plan_runs(data, runs)
 
     def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
-        """``(batched model, resolved params with sampling_rate and steps, accounting
-        records)``: each run's largest step count within its target and its record."""
+        """``(batched model, resolved params with sampling_rate and steps, run plans)``."""
         resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED, self.name)
-        model = batched_model(data, shared["model"], num_classes=2)  # refuses a bad pairing
+        shared_values(resolved, SHARED, self.name)
+        model = batched_model(data, resolved[0]["model"], num_classes=2)  # refuses a bad pairing
         n = len(data.y_train)
-        plans: dict[tuple, tuple[int, dict[str, Any]]] = {}  # runs of one privacy plan share T
-        accounting = []
-        for run, params in zip(runs, resolved, strict=True):
-            q, mechanism = self.privacy_plan(params, n)
-            key = (q, mechanism, run.epsilon, run.delta)
-            if key not in plans:
-                steps = self.steps(q, mechanism, run, shared)
-                plans[key] = steps, self.account(q, mechanism, steps, run, shared)
-            steps, record = plans[key]
-            params.update(sampling_rate=q, steps=steps)
-            accounting.append(dict(record))
-        return model, resolved, accounting
+        plans = [self.plan(run, n) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        return model, resolved, plans
+
+    def plan(self, run: RunSpec, n: int,
+             data: PreparedDataset | None = None) -> RunPlan:
+        """The run's releases for its largest step count within its target."""
+        params = self.resolve(run.params)
+        q, mechanism = self.privacy_plan(params, n)
+        steps = self.steps(q, mechanism, run, params)
+        return self.account(racodp_releases(q, mechanism, params["clip"], steps), run,
+                            params["accountant"])
 
     def extra_metrics(self, fit: FitResult, data: PreparedDataset,
                       device: torch.device) -> list[dict[str, float]]:
@@ -193,14 +194,14 @@ class RacoDp(Method):
                 rows[r][f"{split}_max_constraint_violation"] = float(gap.max())
         return rows
 
-    def account(self, q: float, mechanism: tuple, steps: int, run: RunSpec,
-                shared: dict[str, Any]) -> dict[str, Any]:
-        """The sound record, plus the epsilon the paper's own accounting gives for this noise."""
-        record = accounting_record(racodp_event(q, *mechanism, steps), run.delta,
-                                   shared["accountant"])
-        record["epsilon_paper_accounting"] = epsilon(
-            paper_accounting_event(q, *mechanism, steps), run.delta, "pld")
-        return record
+    @staticmethod
+    def account(releases: Batch, run: RunSpec, accountant: str) -> RunPlan:
+        """The plan of ``releases``: the sound record of their event, plus the epsilon the
+        paper's own accounting gives for the same noise."""
+        paper = epsilon(plan_event(separately_sampled(releases)), run.delta, "pld")
+        return RunPlan.account(releases, {"sampling_rate": releases.sampling_rate,
+                                          "steps": releases.count},
+                               run.delta, accountant, epsilon_paper_accounting=paper)
 
     @staticmethod
     def privacy_plan(params: dict[str, Any], n: int) -> tuple[float, tuple]:
@@ -213,7 +214,7 @@ class RacoDp(Method):
     def steps(self, q: float, mechanism: tuple, run: RunSpec, shared: dict[str, Any]) -> int:
         """Largest T <= max_steps with epsilon(T) <= target (spec §12 item 6)."""
         def make_event(steps: float):
-            return racodp_event(q, *mechanism, int(steps))
+            return plan_event(racodp_releases(q, mechanism, 1.0, int(steps)))
 
         cap = int(shared["max_steps"])
         if epsilon(make_event(cap), run.delta, shared["accountant"]) <= run.epsilon:
@@ -256,25 +257,20 @@ class NonPrivateSgda(RacoDp):
             raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf'")
         return int(shared["max_steps"])
 
-    def account(self, q: float, mechanism: tuple, steps: int, run: RunSpec,
-                shared: dict[str, Any]) -> dict[str, Any]:
-        record = accounting_record(non_private_event(), run.delta)
-        record["epsilon_paper_accounting"] = math.inf
-        return record
-
 
 class RacoDpProgram:
     """State (theta, lambda) and per-run streams of R RaCO-DP runs; :meth:`step` is Alg. 1's loop
     body (spec §2.8) for all of them.
 
-    Each run has its own sampling rate ``params["sampling_rate"]`` and step count
-    ``params["steps"]``: a run that has taken its T steps is frozen (its parameters and
-    multipliers no longer change) while the others continue, so it ends exactly as if it had been
-    trained alone."""
+    Run r makes the releases ``releases[r]`` (its plan: sampling rate, step count, gradient and
+    histogram noise, clip) with ``params[r]`` (step sizes, temperature, dual update). A run that
+    has taken its T steps is frozen (its parameters and multipliers no longer change) while the
+    others continue, so it ends exactly as if it had been trained alone."""
 
     def __init__(self, model: BatchedLogisticRegression | BatchedNetwork, data: PreparedDataset,
                  constraints: Sequence[RateConstraintSet], seeds: Sequence[int],
-                 params: Sequence[dict[str, Any]], *, device: torch.device) -> None:
+                 params: Sequence[dict[str, Any]], releases: Sequence[Batch], *,
+                 device: torch.device) -> None:
         first = constraints[0]
         self.model = model
         self.rows = training_rows(data, device)
@@ -282,10 +278,10 @@ class RacoDpProgram:
         self.cells = torch.as_tensor(
             first.cells(data.y_train, data.s_train), device=device).long()
         self.n = len(self.y)
-        self.q = [float(p["sampling_rate"]) for p in params]
+        self.q = [batch.sampling_rate for batch in releases]
         self.batch = torch.tensor([expected_batch_size(self.n, q) for q in self.q],
                                   device=device)
-        self.total_steps = torch.tensor([int(p["steps"]) for p in params], device=device)
+        self.total_steps = torch.tensor([batch.count for batch in releases], device=device)
         self.fewest_steps = int(self.total_steps.min())
         self.steps_done = 0
         self.constraints = first  # runs of a job share the constraints up to their slack
@@ -297,11 +293,12 @@ class RacoDpProgram:
         def per_run(key: str) -> torch.Tensor:
             return torch.tensor([float(p[key]) for p in params], device=device)
 
-        self.lr, self.lr_dual, self.clip = per_run("lr"), per_run("lr_dual"), per_run("clip")
+        self.lr, self.lr_dual = per_run("lr"), per_run("lr_dual")
         self.temperature = per_run("temperature")
-        self.gradient_std = per_run("noise_multiplier") * self.clip
-        self.histogram_std = per_run("histogram_scale")
-        self.histogram_noise = params[0]["histogram_noise"]
+        self.gradient, self.histogram = (
+            BatchedRelease([dict((r.name, r) for r in batch.releases)[name]
+                            for batch in releases], device)
+            for name in ("gradient", "histogram"))
         self.hard_dual = torch.tensor([p["dual_update"] == "hard" for p in params],
                                       device=device)
         self.any_hard_dual = bool(self.hard_dual.any())
@@ -320,8 +317,7 @@ class RacoDpProgram:
             """d(Lagrangian_i)/d(logits_i) from the noisy histogram of this forward pass."""
             probs = row_softmax(self.temperature.view(-1, 1, 1) * logits)
             exact = self._histogram(cells, probs, mask)                       # eq. (8)
-            noise = add_noise(torch.zeros_like(exact), self.histogram_std,
-                              self.histogram_streams, self.histogram_noise)
+            noise = self.histogram.perturb(torch.zeros_like(exact), self.histogram_streams)
             soft = exact + noise                                              # eq. (9)
             weights = self.constraints.cell_weights(self.dual, soft)          # eq. (10)
             weights = weights.gather(1, cells.unsqueeze(-1).expand(-1, -1, weights.shape[-1]))
@@ -333,8 +329,8 @@ class RacoDpProgram:
 
         step_size, lr_dual = self._step_sizes()
         self.steps_done += 1
-        self.model.private_step(self.state, x, mask, residual, clip=self.clip,  # line 8
-                                noise_std=self.gradient_std, generators=self.noise,
+        self.model.private_step(self.state, x, mask, residual, release=self.gradient,  # l. 8
+                                generators=self.noise,
                                 step_size=step_size, dropout_streams=self.dropout)
         soft = released["soft"]
         if self.any_hard_dual:

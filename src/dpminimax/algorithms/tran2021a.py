@@ -24,15 +24,16 @@ Each step t, on one Poisson batch B (rate q = batch_size / n, expected size m = 
    N(0, (sigma C)^2 I) added, step lr / m
    (:func:`~dpminimax.kernels.linear.private_linear_step`).
 
-Privacy (add/remove one example, our accountant): the per-example gradient depends only on the
-example, theta_t and the released H (never on raw batch statistics), so clipping bounds its
-sensitivity by C. H and the gradient come from the same batch, hence each step is
-``PoissonSampled(q, Composed([Gaussian(sigma), Gaussian(rho sigma)]))`` inside one sampling event
-(:func:`~dpminimax.privacy.same_batch_event`, as RaCO-DP's histogram), T = ceil(epochs / q)
-steps; sigma is the one scalar calibrated to the target (epsilon, delta). A run with gamma = 0
-does not use H, so it is not released: the run is plain DP-SGD (``dpsgd_event``), as the
-paper's gamma = 0 points, which coincide with DP-SGD / DP-FERMI's lambda = 0 points (spec §3).
-As everywhere in the project, n (hence q and m) is public.
+Privacy (add/remove one example, our accountant): each run declares its releases
+(:func:`tran2021a_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from
+them. The per-example gradient depends only on the example, theta_t and the released H (never
+on raw batch statistics), so clipping bounds its sensitivity by C. H and the gradient come from
+the same batch, hence each step is ``PoissonSampled(q, Composed([Gaussian(sigma), Gaussian(rho
+sigma)]))`` inside one sampling event (as RaCO-DP's histogram), T = ceil(epochs / q) steps;
+sigma is the one scalar calibrated to the target (epsilon, delta). A run with gamma = 0 does not
+use H, so it is not released: the run is plain DP-SGD, as the paper's gamma = 0 points, which
+coincide with DP-SGD / DP-FERMI's lambda = 0 points (spec §3). As everywhere in the project, n
+(hence q and m) is public.
 
 Deviations from Tran et al. 2021a, and why:
 
@@ -49,6 +50,7 @@ Deviations from Tran et al. 2021a, and why:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -60,6 +62,7 @@ from dpminimax.algorithms.base import (
     FitResult,
     Method,
     Monitor,
+    RunPlan,
     RunSpec,
     is_non_private,
     require_binary_labels,
@@ -70,18 +73,11 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.linear import linear_logits, private_linear_step
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
-from dpminimax.privacy import (
-    accounting_record,
-    calibrate_event_parameter,
-    dpsgd_event,
-    gaussian,
-    non_private_event,
-    same_batch_event,
-)
+from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event, releases_of
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling rate, the step count and the accountant.
@@ -90,15 +86,28 @@ SHARED = ("batch_size", "epochs", "accountant")
 HISTOGRAM_SENSITIVITY = math.sqrt(2.0)
 
 
-def tran2021a_event(q: float, noise_multiplier: float, histogram_multiplier: float | None,
-                    steps: int):
-    """T steps, each releasing the histogram (multiplier ``histogram_multiplier``) and the
-    gradient (``noise_multiplier``) of ONE Poisson(q) batch; DP-SGD alone when the histogram is
-    not released (``None``: gamma = 0)."""
-    if histogram_multiplier is None:
-        return dpsgd_event(q, noise_multiplier, steps)
-    return same_batch_event(q, [gaussian(noise_multiplier), gaussian(histogram_multiplier)],
-                            steps)
+def tran2021a_releases(q: float, steps: int, sigma: float, clip: float,
+                       histogram_multiplier: float | None) -> Batch:
+    """T rounds of one Poisson(q) batch each (module docstring, steps 1 and 4): the clipped
+    ``gradient`` sum (Gaussian, sensitivity C, multiplier sigma) and, unless
+    ``histogram_multiplier`` is None (gamma = 0: plain DP-SGD), the ``histogram`` (Gaussian,
+    sensitivity sqrt(2))."""
+    releases = (Release("gradient", "gaussian", sigma, clip),)
+    if histogram_multiplier is not None:
+        releases += (Release("histogram", "gaussian", histogram_multiplier,
+                             HISTOGRAM_SENSITIVITY),)
+    return Batch(releases, steps, q)
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrated_sigma(q: float, steps: int, ratio: float | None, epsilon: float, delta: float,
+                     accountant: str) -> float:
+    """The smallest sigma with which :func:`tran2021a_releases` (histogram multiplier ``ratio``
+    times sigma, or no histogram) meet (epsilon, delta)."""
+    return calibrate_event_parameter(
+        lambda sigma: plan_event(tran2021a_releases(
+            q, steps, sigma, 1.0, None if ratio is None else ratio * sigma)),
+        epsilon, delta, accountant)
 
 
 def penalty_logit_grad(probs: torch.Tensor, groups: torch.Tensor, histogram: torch.Tensor,
@@ -123,6 +132,7 @@ class Tran2021a(Method):
 
     name: ClassVar[str] = "tran2021a"
     label: ClassVar[str] = "Tran et al. 2021a (re-impl.)"
+    paper: ClassVar[str] = "Tran et al. 2021a (dpfermi baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "gamma": 1.0,
@@ -141,30 +151,46 @@ class Tran2021a(Method):
         after every step."""
         require_binary(data, self.name)
         resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED, self.name)
-        for params in resolved:
-            self.check(params)
+        shared_values(resolved, SHARED, self.name)
         n = len(data.y_train)
-        q = min(1.0, int(shared["batch_size"]) / n)
-        steps = math.ceil(int(shared["epochs"]) / q)
-        plans: dict[tuple, tuple[float, float | None, dict[str, Any]]] = {}
-        accounting = []
-        for run, params in zip(runs, resolved, strict=True):
-            ratio = float(params["histogram_noise_ratio"]) if params["gamma"] > 0 else None
-            key = (run.epsilon, run.delta, ratio)
-            if key not in plans:
-                plans[key] = self.plan(q, steps, ratio, run, shared["accountant"])
-            sigma, histogram_multiplier, record = plans[key]
-            params.update(noise_multiplier=sigma, sampling_rate=q, steps=steps,
-                          histogram_noise_multiplier=histogram_multiplier or 0.0)
-            accounting.append(dict(record))
-        program = Tran2021aProgram(data, [run.seed for run in runs], resolved, device=device)
-        for step in tqdm(range(steps), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
-                         leave=False):
+        plans = [self.plan(run, n) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        program = Tran2021aProgram(data, [run.seed for run in runs], resolved,
+                                   [plan.releases for plan in plans], device=device)
+        for step in tqdm(range(resolved[0]["steps"]), desc=f"{self.name} x{len(runs)} runs",
+                         mininterval=5.0, leave=False):
             program.step()
             if monitor is not None:
                 monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs), accounting, resolved)
+        return FitResult(program.model, program.state, list(runs),
+                         [dict(plan.record) for plan in plans], resolved)
+
+    def plan(self, run: RunSpec, n: int,
+             data: PreparedDataset | None = None) -> RunPlan:
+        """The run's releases (:func:`tran2021a_releases`, the histogram only if gamma > 0)
+        with the smallest sigma for which the event derived from them meets the run's
+        (epsilon, delta)."""
+        params = self.resolve(run.params)
+        self.check(params)
+        q = min(1.0, int(params["batch_size"]) / n)
+        steps = math.ceil(int(params["epochs"]) / q)
+        ratio = float(params["histogram_noise_ratio"]) if params["gamma"] > 0 else None
+        sigma = self.noise_multiplier(q, steps, ratio, run, params["accountant"])
+        histogram = None if ratio is None else ratio * sigma
+        return RunPlan.account(
+            tran2021a_releases(q, steps, sigma, float(params["clip"]), histogram),
+            {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps,
+             "histogram_noise_multiplier": histogram or 0.0},
+            run.delta, params["accountant"])
+
+    def noise_multiplier(self, q: float, steps: int, ratio: float | None, run: RunSpec,
+                         accountant: str) -> float:
+        """sigma calibrated to the run's (epsilon, delta) (:func:`calibrated_sigma`)."""
+        if is_non_private(run.epsilon):
+            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
+                             f"{Tran2021aNonPrivate.name!r}")
+        return calibrated_sigma(q, steps, ratio, run.epsilon, run.delta, accountant)
 
     def check(self, params: dict[str, Any]) -> None:
         """Clear errors for parameter values the method cannot run with."""
@@ -180,21 +206,6 @@ class Tran2021a(Method):
             if int(params[name]) < 1:
                 raise ValueError(f"method {self.name!r}: {name} must be >= 1, got "
                                  f"{params[name]!r}")
-
-    def plan(self, q: float, steps: int, ratio: float | None, run: RunSpec,
-             accountant: str) -> tuple[float, float | None, dict[str, Any]]:
-        """``(sigma, histogram multiplier or None, accounting record)``: the smallest sigma for
-        which :func:`tran2021a_event` meets the run's (epsilon, delta)."""
-        if is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
-                             f"{Tran2021aNonPrivate.name!r}")
-
-        def event(sigma: float):
-            return tran2021a_event(q, sigma, None if ratio is None else ratio * sigma, steps)
-
-        sigma = calibrate_event_parameter(event, run.epsilon, run.delta, accountant)
-        multiplier = None if ratio is None else ratio * sigma
-        return sigma, multiplier, accounting_record(event(sigma), run.delta, accountant)
 
 
 class Tran2021aNonPrivate(Tran2021a):
@@ -214,11 +225,11 @@ class Tran2021aNonPrivate(Tran2021a):
         resolved.update(clip=math.inf, histogram_noise_ratio=0.0, accountant="rdp")
         return resolved
 
-    def plan(self, q, steps, ratio, run, accountant):
+    def noise_multiplier(self, q, steps, ratio, run, accountant) -> float:
         if not is_non_private(run.epsilon):
             raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
                              f"got {run.epsilon}")
-        return 0.0, None, accounting_record(non_private_event(), run.delta)
+        return 0.0
 
 
 def require_binary(data: PreparedDataset, method: str) -> None:
@@ -231,11 +242,14 @@ def require_binary(data: PreparedDataset, method: str) -> None:
 
 class Tran2021aProgram:
     """Parameters and per-run streams of R runs; :meth:`step` is steps 1-4 of the module
-    docstring for all of them. Streams per run seed: ``"poisson"`` (batches), ``"histogram"``
-    (the histogram's noise), ``"noise"`` (the gradient's noise)."""
+    docstring for all of them. Run r makes the releases ``releases[r]``
+    (:func:`tran2021a_releases`) with ``params[r]`` (``lr``, ``gamma``, ``sampling_rate``).
+    Streams per run seed: ``"poisson"`` (batches), ``"histogram"`` (the histogram's noise),
+    ``"noise"`` (the gradient's noise)."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
-                 params: Sequence[dict[str, Any]], *, device: torch.device) -> None:
+                 params: Sequence[dict[str, Any]], releases: Sequence[Batch], *,
+                 device: torch.device) -> None:
         def per_run(key: str) -> torch.Tensor:
             return torch.tensor([float(p[key]) for p in params], device=device)
 
@@ -248,10 +262,15 @@ class Tran2021aProgram:
         self.n = len(self.y)
         self.q = float(params[0]["sampling_rate"])
         self.batch = expected_batch_size(self.n, self.q)
-        self.lr, self.clip, self.gamma = per_run("lr"), per_run("clip"), per_run("gamma")
-        self.gradient_std = per_run("noise_multiplier") * torch.where(
-            torch.isinf(self.clip), torch.zeros_like(self.clip), self.clip)
-        self.histogram_std = per_run("histogram_noise_multiplier") * HISTOGRAM_SENSITIVITY
+        self.lr, self.gamma = per_run("lr"), per_run("gamma")
+        named = [{release.name: release for release in releases_of(batch)}
+                 for batch in releases]
+        self.gradient = BatchedRelease.of(named, "gradient", device)
+        # a run with gamma = 0 releases no histogram: a silent one (no noise, nothing drawn)
+        # keeps the batch's shape, and its gradient weighs it by gamma = 0
+        self.histogram = BatchedRelease([
+            run.get("histogram", Release("histogram", "gaussian", 0.0, HISTOGRAM_SENSITIVITY))
+            for run in named], device)
         self.state = self.model.init_state(len(seeds), device)
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
@@ -265,10 +284,9 @@ class Tran2021aProgram:
         probs = binary_probs(logits)  # sigmoid, batch-invariant (dpminimax.kernels.rowwise)
         exact = grouped_sums(probs, groups, mask, self.groups.num_cells,
                              counts=True)                                         # step 1
-        histogram = add_noise(exact, self.histogram_std, self.histogram_streams)
+        histogram = self.histogram.perturb(exact, self.histogram_streams)
         residual = probs - y.to(probs.dtype).unsqueeze(-1) + (
             self.batch * self.gamma).view(-1, 1, 1) * penalty_logit_grad(
             probs, groups, histogram, self.parents)                               # steps 2-3
-        private_linear_step(self.state, residual, x, mask, clip=self.clip,        # step 4
-                            noise_std=self.gradient_std, generators=self.noise,
-                            step_size=self.lr / self.batch)
+        private_linear_step(self.state, residual, x, mask, release=self.gradient,  # step 4
+                            generators=self.noise, step_size=self.lr / self.batch)

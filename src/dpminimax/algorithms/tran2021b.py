@@ -28,11 +28,13 @@ steps) alternates, for E epochs of ceil(1/q) steps each:
   default) is :func:`violation_bound`, the largest ||v_i|| any example can have given the
   released counts, so the release is never clipped (see the deviations).
 
-Privacy (add/remove one example, our accountant): every per-example quantity depends only on the
-example, theta and released values (n_hat, lam; n is public as everywhere in the project),
-so clipping bounds each release's sensitivity: C_p for both primal releases, C_d for the dual
-release, 1 for the cell counts (an example sits in one cell), released once with Gaussian noise
-of std ``count_noise_ratio`` sigma. One event for everything,
+Privacy (add/remove one example, our accountant): each run declares its releases
+(:func:`pfld_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from them.
+Every per-example quantity depends only on the example, theta and released values (n_hat, lam;
+n is public as everywhere in the project), so clipping bounds each release's sensitivity: C_p
+for both primal releases, C_d for the dual release, 1 for the cell counts (an example sits in
+one cell), released once with Gaussian noise of std ``count_noise_ratio`` sigma. One event for
+everything,
 ``Composed([Gaussian(r_c sigma), SelfComposed(PoissonSampled(q, Composed([Gaussian(sigma),
 Gaussian(sigma)])), T), SelfComposed(Gaussian(r_d sigma), E - 1)])`` with T = E ceil(1/q),
 r_d = ``dual_noise_ratio``, r_c = ``count_noise_ratio``; sigma is the one scalar calibrated to
@@ -72,18 +74,20 @@ Deviations from PF-LD, and why:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
-from dp_accounting import dp_event
 from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
     Monitor,
+    RunPlan,
     RunSpec,
     is_non_private,
     shared_values,
@@ -95,19 +99,19 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
-from dpminimax.privacy import (
-    accounting_record,
-    calibrate_event_parameter,
-    gaussian,
-    non_private_event,
-    same_batch_event,
+from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.release import (
+    Batch,
+    BatchedRelease,
+    Release,
+    Repeat,
+    plan_event,
+    releases_of,
 )
-from dpminimax.privacy.events import validate_event
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling rate, the step counts, the constraint
@@ -118,16 +122,31 @@ SHARED = ("batch_size", "epochs", "fairness", "accountant")
 DUAL_BOUND = "bound"
 
 
-def pfld_event(q: float, noise_multiplier: float, steps: int, dual_releases: int,
-               dual_multiplier: float, count_multiplier: float):
-    """Every release of one PF-LD run: the cell counts, ``steps`` Poisson(q)-sampled primal
-    steps each releasing the loss gradient and the constraint Jacobian of one batch, and
-    ``dual_releases`` full-data noisy constraint violations."""
-    events = [gaussian(count_multiplier),
-              same_batch_event(q, [gaussian(noise_multiplier), gaussian(noise_multiplier)], steps)]
+def pfld_releases(q: float, steps: int, dual_releases: int, sigma: float,
+                  ratios: tuple[float, float], clips: tuple[float, float]) -> Repeat:
+    """Every release of one PF-LD run (module docstring, "Privacy"): the cell ``counts``
+    (sensitivity 1, multiplier ``ratios[1]`` sigma); ``steps`` Poisson(q) batches each
+    releasing the clipped loss ``gradient`` and constraint ``jacobian`` sums (sensitivity
+    ``clips[0]`` = C_p, multiplier sigma); ``dual_releases`` full-data clipped constraint
+    ``violations`` (sensitivity ``clips[1]`` = C_d, multiplier ``ratios[0]`` sigma)."""
+    primal_clip, dual_clip = clips
+    parts = (Batch((Release("counts", "gaussian", ratios[1] * sigma, 1.0),)),
+             Batch((Release("gradient", "gaussian", sigma, primal_clip),
+                    Release("jacobian", "gaussian", sigma, primal_clip)), steps, q))
     if dual_releases > 0:
-        events.append(dp_event.SelfComposedDpEvent(gaussian(dual_multiplier), dual_releases))
-    return validate_event(dp_event.ComposedDpEvent(events))
+        parts += (Batch((Release("violations", "gaussian", ratios[0] * sigma, dual_clip),),
+                        dual_releases),)
+    return Repeat(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrated_sigma(q: float, steps: int, dual_releases: int, ratios: tuple[float, float],
+                     epsilon: float, delta: float, accountant: str) -> float:
+    """The smallest sigma with which :func:`pfld_releases` meet (epsilon, delta)."""
+    return calibrate_event_parameter(
+        lambda sigma: plan_event(pfld_releases(q, steps, dual_releases, sigma, ratios,
+                                               (1.0, 1.0))),
+        epsilon, delta, accountant)
 
 
 def violation_contributions(probs: torch.Tensor, cells: torch.Tensor, counts: torch.Tensor,
@@ -164,6 +183,7 @@ class Tran2021b(Method):
 
     name: ClassVar[str] = "tran2021b"
     label: ClassVar[str] = "Tran et al. 2021b PF-LD (re-impl.)"
+    paper: ClassVar[str] = "Tran et al. 2021b (dpfermi baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "alpha": 0.02,
@@ -187,26 +207,15 @@ class Tran2021b(Method):
         require_binary(data, self.name)
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, SHARED, self.name)
-        for params in resolved:
-            self.check(params)
         n = len(data.y_train)
-        q = min(1.0, int(shared["batch_size"]) / n)
-        epochs, per_epoch = int(shared["epochs"]), math.ceil(1.0 / q)
-        steps = epochs * per_epoch
-        plans: dict[tuple, tuple[float, dict[str, Any]]] = {}
-        accounting = []
-        for run, params in zip(runs, resolved, strict=True):
-            ratios = (float(params["dual_noise_ratio"]), float(params["count_noise_ratio"]))
-            key = (run.epsilon, run.delta, ratios)
-            if key not in plans:
-                plans[key] = self.plan(q, steps, epochs - 1, ratios, run, shared["accountant"])
-            sigma, record = plans[key]
-            params.update(noise_multiplier=sigma, sampling_rate=q, steps=steps,
-                          steps_per_epoch=per_epoch)
-            accounting.append(dict(record))
-        program = PfldProgram(data, [run.seed for run in runs], resolved, device=device)
-        progress = tqdm(total=steps, desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
-                        leave=False)
+        plans = [self.plan(run, n) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        epochs, per_epoch = int(shared["epochs"]), resolved[0]["steps_per_epoch"]
+        program = PfldProgram(data, [run.seed for run in runs], resolved,
+                              [plan.releases for plan in plans], device=device)
+        progress = tqdm(total=epochs * per_epoch, desc=f"{self.name} x{len(runs)} runs",
+                        mininterval=5.0, leave=False)
         for epoch in range(epochs):
             if epoch > 0:
                 program.dual_step()
@@ -216,7 +225,40 @@ class Tran2021b(Method):
                 if monitor is not None:
                     monitor(step + 1, program.model, program.state)
         progress.close()
-        return FitResult(program.model, program.state, list(runs), accounting, resolved)
+        return FitResult(program.model, program.state, list(runs),
+                         [dict(plan.record) for plan in plans], resolved)
+
+    def plan(self, run: RunSpec, n: int,
+             data: PreparedDataset | None = None) -> RunPlan:
+        """The run's releases (:func:`pfld_releases`: E ceil(1/q) primal rounds, E - 1 dual
+        releases) with the smallest sigma for which the event derived from them meets the run's
+        (epsilon, delta). With C_d = ``"bound"`` the dual release's declared sensitivity is n,
+        a bound for any released counts (``||w_i|| <= 1``, cell sizes floored at 1); the program
+        tightens it to :func:`violation_bound` of the released counts."""
+        params = self.resolve(run.params)
+        self.check(params)
+        q = min(1.0, int(params["batch_size"]) / n)
+        epochs, per_epoch = int(params["epochs"]), math.ceil(1.0 / q)
+        steps = epochs * per_epoch
+        ratios = (float(params["dual_noise_ratio"]), float(params["count_noise_ratio"]))
+        sigma = self.noise_multiplier(q, steps, epochs - 1, ratios, run, params["accountant"])
+        dual_clip = (float(n) if params["clip_dual"] == DUAL_BOUND
+                     else float(params["clip_dual"]))
+        return RunPlan.account(
+            pfld_releases(q, steps, epochs - 1, sigma, ratios,
+                          (float(params["clip_primal"]), dual_clip)),
+            {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps,
+             "steps_per_epoch": per_epoch},
+            run.delta, params["accountant"])
+
+    def noise_multiplier(self, q: float, steps: int, dual_releases: int,
+                         ratios: tuple[float, float], run: RunSpec, accountant: str) -> float:
+        """sigma calibrated to the run's (epsilon, delta) (:func:`calibrated_sigma`)."""
+        if is_non_private(run.epsilon):
+            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
+                             f"{Tran2021bNonPrivate.name!r}")
+        return calibrated_sigma(q, steps, dual_releases, ratios, run.epsilon, run.delta,
+                                accountant)
 
     def check(self, params: dict[str, Any]) -> None:
         """Clear errors for parameter values the method cannot run with."""
@@ -242,21 +284,6 @@ class Tran2021b(Method):
                 raise ValueError(f"method {self.name!r}: {name} must be >= 1, got "
                                  f"{params[name]!r}")
 
-    def plan(self, q: float, steps: int, dual_releases: int, ratios: tuple[float, float],
-             run: RunSpec, accountant: str) -> tuple[float, dict[str, Any]]:
-        """``(sigma, accounting record)``: the smallest sigma for which :func:`pfld_event`
-        meets the run's (epsilon, delta)."""
-        if is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
-                             f"{Tran2021bNonPrivate.name!r}")
-
-        def event(sigma: float):
-            return pfld_event(q, sigma, steps, dual_releases, ratios[0] * sigma,
-                              ratios[1] * sigma)
-
-        sigma = calibrate_event_parameter(event, run.epsilon, run.delta, accountant)
-        return sigma, accounting_record(event(sigma), run.delta, accountant)
-
 
 class Tran2021bNonPrivate(Tran2021b):
     """The same Lagrangian dual training without privacy (epsilon = inf): exact counts and
@@ -277,29 +304,28 @@ class Tran2021bNonPrivate(Tran2021b):
                         count_noise_ratio=0.0, accountant="rdp")
         return resolved
 
-    def plan(self, q, steps, dual_releases, ratios, run, accountant):
+    def noise_multiplier(self, q, steps, dual_releases, ratios, run, accountant) -> float:
         if not is_non_private(run.epsilon):
             raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
                              f"got {run.epsilon}")
-        return 0.0, accounting_record(non_private_event(), run.delta)
+        return 0.0
 
 
 class PfldProgram:
     """State (theta, multipliers ``[lam+, lam-]`` (R, 2C)), released counts and per-run streams
     of R runs.
 
-    Streams per run seed: ``"counts"`` (the counts' noise, drawn here), ``"poisson"`` (batches),
-    ``"noise"`` (loss-gradient noise), ``"constraint_noise"`` (Jacobian noise), ``"dual"`` (the
-    violations' noise)."""
+    Run r makes the releases ``releases[r]`` (:func:`pfld_releases`; with C_d = ``"bound"``
+    the dual release's sensitivity is :func:`violation_bound` of the released counts) with
+    ``params[r]`` (steps, tolerance, ``sampling_rate``). Streams per run seed: ``"counts"``
+    (the counts' noise, drawn here), ``"poisson"`` (batches), ``"noise"`` (loss-gradient
+    noise), ``"constraint_noise"`` (Jacobian noise), ``"dual"`` (the violations' noise)."""
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
-                 params: Sequence[dict[str, Any]], *, device: torch.device) -> None:
+                 params: Sequence[dict[str, Any]], releases: Sequence[Repeat], *,
+                 device: torch.device) -> None:
         def per_run(key: str) -> torch.Tensor:
             return torch.tensor([float(p[key]) for p in params], device=device)
-
-        def std(multiplier: torch.Tensor, clip: torch.Tensor) -> torch.Tensor:
-            """Noise std = multiplier * sensitivity (none without clipping: non-private)."""
-            return multiplier * torch.where(torch.isinf(clip), torch.zeros_like(clip), clip)
 
         runs = len(seeds)
         self.model = BatchedLogisticRegression(data.x_train.shape[1], num_classes=1)
@@ -312,21 +338,22 @@ class PfldProgram:
         self.n = len(self.y)
         self.q = float(params[0]["sampling_rate"])
         self.batch = expected_batch_size(self.n, self.q)
-        sigma = per_run("noise_multiplier")
         self.lr, self.lr_dual, self.alpha = per_run("lr"), per_run("lr_dual"), per_run("alpha")
+        named = [{release.name: release for release in releases_of(tree)} for tree in releases]
+        self.gradient, self.jacobian = (BatchedRelease.of(named, name, device)
+                                        for name in ("gradient", "jacobian"))
         exact = torch.bincount(self.cells, minlength=self.groups.num_cells).to(self.x.dtype)
-        self.counts = add_noise(exact.expand(runs, -1).clone(), sigma * per_run(
-            "count_noise_ratio"), [make_generator(s, "counts", device) for s in seeds])
+        self.counts = BatchedRelease.of(named, "counts", device).perturb(
+            exact.expand(runs, -1).clone(), [make_generator(s, "counts", device) for s in seeds])
         bound = violation_bound(self.counts, self.parents, self.n)
         # the gap weights of a member of each cell (R, C', C): fixed by the released counts
         self.cell_weights = cell_gap_weights(self.counts, self.parents)
-        self.clip_primal = per_run("clip_primal")
-        self.clip_dual = torch.stack([
-            bound[r] if p["clip_dual"] == DUAL_BOUND else torch.tensor(
-                float(p["clip_dual"]), dtype=bound.dtype, device=device)
-            for r, p in enumerate(params)])
-        self.gradient_std = std(sigma, self.clip_primal)
-        self.dual_std = std(sigma * per_run("dual_noise_ratio"), self.clip_dual)
+        #: The dual release (None if the plan makes none: one epoch).
+        self.dual = BatchedRelease([
+            dataclasses.replace(run["violations"], sensitivity=float(bound[r]))
+            if p["clip_dual"] == DUAL_BOUND else run["violations"]
+            for r, (run, p) in enumerate(zip(named, params, strict=True))
+        ], device) if "violations" in named[0] else None
         self.state = self.model.init_state(runs, device)
         self.every_example = torch.arange(self.n, device=device).expand(runs, -1)
         self.multipliers = torch.zeros(runs, 2 * self.groups.num_cells, device=device)
@@ -344,24 +371,26 @@ class PfldProgram:
         if sparse_rows_supported(x, self.state["weight"], self.state["bias"],
                                  self.cell_weights):
             sums = pfld_sums(x, mask, self.y, self.cells, self.state, self.cell_weights,
-                             self.n, self.clip_primal)
+                             self.n, self.gradient.clip, self.jacobian.clip)
             loss = {"weight": sums.loss_weight, "bias": sums.loss_bias}
             jacobian = {"weight": sums.jacobian_weight, "bias": sums.jacobian_bias}
         else:
             y, cells = batch_values(self.y, index), batch_values(self.cells, index)
             probs = binary_probs(linear_logits(self.state["weight"], self.state["bias"], x))
 
-            def clipped_sums(residual: torch.Tensor) -> dict[str, torch.Tensor]:
-                weight, bias = clipped_outer_sum(residual, x, mask, self.clip_primal)
+            def clipped_sums(residual: torch.Tensor,
+                             release: BatchedRelease) -> dict[str, torch.Tensor]:
+                weight, bias = clipped_outer_sum(residual, x, mask, release.clip)
                 return {"weight": weight, "bias": bias}
 
-            loss = clipped_sums(probs - y.to(probs.dtype).unsqueeze(-1))
+            loss = clipped_sums(probs - y.to(probs.dtype).unsqueeze(-1), self.gradient)
             jacobian = clipped_sums(constraint_logit_jacobian(probs, cells, self.counts,
-                                                              self.parents, self.n))
-        noisy = add_noise(jacobian, self.gradient_std, self.constraint_noise)
+                                                              self.parents, self.n),
+                                    self.jacobian)
+        noisy = self.jacobian.perturb(jacobian, self.constraint_noise)
         step = self.lr / self.batch
-        noisy_linear_descent(self.state, loss, noise_std=self.gradient_std,
-                             generators=self.noise, step_size=step)
+        noisy_linear_descent(self.state, loss, release=self.gradient, generators=self.noise,
+                             step_size=step)
         mu = self.combined_multipliers()
         self.state["weight"] -= step.view(-1, 1, 1) * (mu.unsqueeze(-1) * noisy["weight"]).sum(
             dim=1, keepdim=True)
@@ -378,9 +407,9 @@ class PfldProgram:
         probs = binary_probs(self._all_logits())
         cells = self.cells.expand(probs.shape[0], -1)
         contributions = violation_contributions(probs, cells, self.counts, self.parents, self.n)
-        factors = clip_factors(torch.linalg.vector_norm(contributions, dim=-1), self.clip_dual)
+        factors = clip_factors(torch.linalg.vector_norm(contributions, dim=-1), self.dual.clip)
         summed = example_sum(contributions * factors.unsqueeze(-1))
-        return add_noise(summed, self.dual_std, self.dual_noise) / self.n
+        return self.dual.perturb(summed, self.dual_noise) / self.n
 
     def _all_logits(self) -> torch.Tensor:
         """Logits (R, n, 1) of the whole training set: over the rows' non-zeros where the

@@ -15,9 +15,10 @@ for every run r (in parallel) and every included example i of its batch, in orde
 * the loss residual ``p_i - y_i`` and the Jacobian ``u_ic = ((n w_ic) p_i) (1 - p_i)``, with
   ``w_ic`` the row of the cell gap-weight table (R, C', C) for the example's cell, each
   operation in the data's dtype and order as the torch form computes it;
-* each release clipped to ``clip`` with the norm ``||r_i|| ||[x_i, 1]||`` and summed as ``r_i ⊗
-  [x_i, 1]`` (:func:`~dpminimax.kernels.sparse_rows.store_outer_sums`, float64), exactly the
-  loop of :func:`~dpminimax.kernels.sparse_rows.sparse_clipped_outer_sum`.
+* each release clipped to its own bound (the releases' ``clip``) with the norm ``||r_i||
+  ||[x_i, 1]||`` and summed as ``r_i ⊗ [x_i, 1]``
+  (:func:`~dpminimax.kernels.sparse_rows.store_outer_sums`, float64), exactly the loop of
+  :func:`~dpminimax.kernels.sparse_rows.sparse_clipped_outer_sum`.
 
 So the sums are the torch form's bits (tested: several steps of every fairness notion, alone and
 batched); noise, the descent and the multipliers stay in torch. A run's sums depend only on its
@@ -43,8 +44,8 @@ from dpminimax.kernels.sparse_rows import (
 
 
 @numba.njit(parallel=True, cache=True)
-def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, table, n, clip,
-               loss_weight, loss_bias, jacobian_weight,
+def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, table, n,
+               loss_clip, jacobian_clip, loss_weight, loss_bias, jacobian_weight,
                jacobian_bias):  # pragma: no cover - compiled
     runs, num_cells = index.shape[0], table.shape[2]
     typed = np.empty(3, dtype=weight.dtype)      # n, 1 and 0 in the data's dtype
@@ -59,7 +60,8 @@ def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, 
         label = np.empty(1, dtype=weight.dtype)         # y_i in the data's dtype
         loss_scaled = np.empty((count, 1))
         jacobian_scaled = np.empty((count, num_cells))
-        bias_r, clip_r = float(bias[r, 0]), float(clip[r])
+        bias_r, loss_clip_r = float(bias[r, 0]), float(loss_clip[r])
+        jacobian_clip_r = float(jacobian_clip[r])
         for b in range(count):
             logits[b] = dots[b] + bias_r
         for b in range(count):
@@ -69,13 +71,13 @@ def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, 
             loss[b] = p - label[0]
             norm = 0.0
             norm += loss[b] * loss[b]
-            loss_scaled[b, 0] = outer_clip_factor(norm, row_norms[i], clip_r) * loss[b]
+            loss_scaled[b, 0] = outer_clip_factor(norm, row_norms[i], loss_clip_r) * loss[b]
             norm = 0.0
             for c in range(num_cells):
                 jacobian[c] = (typed[0] * table[r, cells[i], c]) * p
                 jacobian[c] = jacobian[c] * (typed[1] - p)
                 norm += jacobian[c] * jacobian[c]
-            factor = outer_clip_factor(norm, row_norms[i], clip_r)
+            factor = outer_clip_factor(norm, row_norms[i], jacobian_clip_r)
             for c in range(num_cells):
                 jacobian_scaled[b, c] = factor * jacobian[c]
         store_outer_sums(columns, values, rows, count, loss_scaled, r, loss_weight, loss_bias)
@@ -97,12 +99,13 @@ class PfldSums:
 
 def pfld_sums(rows: IndexedRows, mask: torch.Tensor, y: torch.Tensor, cells: torch.Tensor,
               state: dict[str, torch.Tensor], table: torch.Tensor, n: int,
-              clip: torch.Tensor) -> PfldSums:
+              loss_clip: torch.Tensor, jacobian_clip: torch.Tensor) -> PfldSums:
     """Both primal releases' clipped sums for the batch ``rows`` (R, B) / ``mask`` of binary
     logistic regression (theta: ``weight`` (R, 1, d), ``bias`` (R, 1)), labels ``y`` in {0, 1}
     and cells ``cells`` (n,) of the training set, the cell gap-weight table (R, C', C) of
     :func:`~dpminimax.algorithms.group_stats.cell_gap_weights`, the training-set size ``n``
-    and the per-run clip C_p (R,). Check
+    and the per-run clip bounds (R,) of the loss-gradient and Jacobian releases (both C_p,
+    ``BatchedRelease.clip``). Check
     :func:`~dpminimax.kernels.sparse_rows.sparse_rows_supported` (rows, theta, table) first."""
     weight, bias = state["weight"], state["bias"]
     runs, num_cells = weight.shape[0], table.shape[2]
@@ -114,6 +117,7 @@ def pfld_sums(rows: IndexedRows, mask: torch.Tensor, y: torch.Tensor, cells: tor
     _pfld_sums(columns.numpy(), values.numpy(), rows.gatherer.norms().numpy(),
                rows.index.numpy(), mask.numpy(), y.numpy(), cells.numpy(),
                weight.detach().numpy(), bias.detach().numpy(), table.numpy(), n,
-               clip.to(torch.float64).numpy(), loss_weight.numpy(), loss_bias.numpy(),
+               loss_clip.to(torch.float64).numpy(), jacobian_clip.to(torch.float64).numpy(),
+               loss_weight.numpy(), loss_bias.numpy(),
                jacobian_weight.numpy(), jacobian_bias.numpy())
     return PfldSums(loss_weight, loss_bias, jacobian_weight, jacobian_bias)

@@ -29,6 +29,7 @@ from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.sampling import expected_batch_size, poisson_sample
 from dpminimax.models import LogisticRegression, SmallCNN, logistic_loss
 from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator
 
 NOISE_MULTIPLIER = 1.0
@@ -107,11 +108,11 @@ def _linear_dp_step(
 ) -> Step:
     """DP-SGD for ``runs`` logistic regressions: the training program itself (fused kernel)."""
     n, d = x.shape
-    clip = torch.full((runs,), MAX_NORM, device=device)
+    release = BatchedRelease([Release("gradient", "gaussian", NOISE_MULTIPLIER, MAX_NORM)] * runs,
+                             device)
     program = NoisySgd(
         BatchedLogisticRegression(d, 1), RowGatherer(x), y, list(range(runs)),
-        lr=torch.full((runs,), LR, device=device), clip=clip, noise_std=NOISE_MULTIPLIER * clip,
-        q=batch / n,
+        lr=torch.full((runs,), LR, device=device), release=release, q=batch / n,
     )
     return program.step
 

@@ -34,7 +34,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.algorithms.dpfermi import DpFermi
 from dpminimax.algorithms.noisy_sgd import NoisySgd
-from dpminimax.algorithms.racodp import RacoDp, RacoDpProgram
+from dpminimax.algorithms.racodp import RacoDp, RacoDpProgram, racodp_releases
 from dpminimax.atomic import write_json
 from dpminimax.bench.common import StopFit, benchmark_settings, interleaved_medians
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared
@@ -42,6 +42,7 @@ from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.kernels.gather import RowGatherer
 from dpminimax.models.batched import BatchedLogisticRegression
+from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.provenance import code_fingerprint
 from dpminimax.report.reference import load_claims
 from dpminimax.tuning.protocol import (
@@ -77,14 +78,15 @@ def run_racodp_benchmark(dataset: str = "adult", repeats: int | None = None,
     model = BatchedLogisticRegression(x.shape[1], num_classes=2)
     one = torch.ones(1)
 
-    def noisy_sgd(clip: float, std: float) -> NoisySgd:
-        return NoisySgd(model, RowGatherer(x), y, [0], lr=one, clip=torch.full((1,), clip),
-                        noise_std=torch.full((1,), std), q=q)
+    def noisy_sgd(clip: float, sigma: float) -> NoisySgd:
+        release = BatchedRelease([Release("gradient", "gaussian", sigma, clip)])
+        return NoisySgd(model, RowGatherer(x), y, [0], lr=one, release=release, q=q)
 
     method = RacoDp()
-    params = {**method.resolve({"batch_size": batch}), "sampling_rate": q, "steps": 1 << 30}
+    params = method.resolve({"batch_size": batch})
+    releases = racodp_releases(q, method.privacy_plan(params, len(y))[1], params["clip"], 1 << 30)
     program = RacoDpProgram(model, data, [method.constraint_set(params, data)], [0], [params],
-                            device=device)
+                            [releases], device=device)
     fermi, batches, *_ = DpFermi().build(
         data, [RunSpec(0, 1.0, 1e-5, {"batch_size": batch, "epochs": 10**6})], device)
     steps = {"sgd": noisy_sgd(math.inf, 0.0).step, "dp_sgd": noisy_sgd(1.0, 1.0).step,

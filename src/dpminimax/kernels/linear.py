@@ -31,13 +31,13 @@ Basic arithmetic (+, -, *, /, sqrt) is correctly rounded in both loop paths and 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import IndexedRows, as_tensor
-from dpminimax.kernels.noise import add_noise
 from dpminimax.kernels.rowwise import (
     binary_probs,
     row_logits,
@@ -49,6 +49,9 @@ from dpminimax.kernels.sparse_rows import (
     sparse_logits,
     sparse_rows_supported,
 )
+
+if TYPE_CHECKING:
+    from dpminimax.privacy.release import BatchedRelease
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
@@ -218,8 +221,7 @@ def private_linear_step(
     x: torch.Tensor | IndexedRows,
     mask: torch.Tensor,
     *,
-    clip: torch.Tensor,
-    noise_std: torch.Tensor,
+    release: BatchedRelease,
     generators: Sequence[torch.Generator],
     step_size: torch.Tensor,
 ) -> None:
@@ -228,21 +230,21 @@ def private_linear_step(
 
     ``residual`` (R, B, K) is d(loss_i)/d(logits_i) of whatever per-example objective a method
     minimises (cross-entropy, a Lagrangian, a fairness-regularised loss); the per-example
-    parameter gradient is ``residual_i ⊗ [x_i, 1]``, clipped to ``clip`` (R,), summed over the
-    unmasked examples, noised with N(0, noise_std_r^2 I) from ``generators[r]`` and applied with
+    parameter gradient is ``residual_i ⊗ [x_i, 1]``, clipped to ``release.clip`` (R,), summed
+    over the unmasked examples, noised by ``release`` from ``generators[r]`` and applied with
     ``step_size`` (R,) (for example lr_r / expected batch size).
     """
-    grad_w, grad_b = clipped_outer_sum(residual, x, mask, clip)
-    noisy_linear_descent(state, {"weight": grad_w, "bias": grad_b}, noise_std=noise_std,
+    grad_w, grad_b = clipped_outer_sum(residual, x, mask, release.clip)
+    noisy_linear_descent(state, {"weight": grad_w, "bias": grad_b}, release=release,
                          generators=generators, step_size=step_size)
 
 
 def noisy_linear_descent(state: dict[str, torch.Tensor], sums: dict[str, torch.Tensor], *,
-                         noise_std: torch.Tensor, generators: Sequence[torch.Generator],
+                         release: BatchedRelease, generators: Sequence[torch.Generator],
                          step_size: torch.Tensor) -> None:
-    """The tail of :func:`private_linear_step` for gradient sums computed elsewhere: noise
-    N(0, noise_std_r^2 I) from ``generators[r]`` on ``sums`` (``weight`` (R, K, d), ``bias``
-    (R, K)), then ``state -= step_size_r * noisy``, in place."""
-    grads = add_noise(sums, noise_std, generators)
+    """The tail of :func:`private_linear_step` for gradient sums computed elsewhere (clipped
+    to ``release.clip``): ``release``'s noise from ``generators[r]`` on ``sums`` (``weight``
+    (R, K, d), ``bias`` (R, K)), then ``state -= step_size_r * noisy``, in place."""
+    grads = release.perturb(sums, generators)
     state["weight"] -= step_size.view(-1, 1, 1) * grads["weight"]
     state["bias"] -= step_size.view(-1, 1) * grads["bias"]

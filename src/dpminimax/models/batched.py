@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -19,6 +20,9 @@ from dpminimax.kernels.linear import (
     linear_losses,
     private_linear_step,
 )
+
+if TYPE_CHECKING:
+    from dpminimax.privacy.release import BatchedRelease
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class BatchedLogisticRegression:
     def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
                      mask: torch.Tensor,
                      residual_fn: Callable[[torch.Tensor], torch.Tensor], *,
-                     clip: torch.Tensor, noise_std: torch.Tensor,
+                     release: BatchedRelease,
                      generators: Sequence[torch.Generator], step_size: torch.Tensor,
                      dropout_streams: Sequence[torch.Generator] | None = None) -> torch.Tensor:
         """One clipped, noised step from the per-example logit gradients ``residual_fn(logits)``
@@ -92,6 +96,6 @@ class BatchedLogisticRegression:
         :meth:`dpminimax.models.network.BatchedNetwork.private_step`; no dropout here). ``x``
         may be :class:`~dpminimax.kernels.gather.IndexedRows`, read without a copy."""
         logits = linear_logits(state["weight"], state["bias"], x)
-        private_linear_step(state, residual_fn(logits), x, mask, clip=clip, noise_std=noise_std,
+        private_linear_step(state, residual_fn(logits), x, mask, release=release,
                             generators=generators, step_size=step_size)
         return logits

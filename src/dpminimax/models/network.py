@@ -31,11 +31,11 @@ from torch.func import functional_call
 
 from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.layerwise import LayerTape
-from dpminimax.kernels.noise import add_noise
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.cnn import SmallCNN
 from dpminimax.models.resnet import ResNet16
 from dpminimax.models.vgg import VGG9
+from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import derive_seed
 
 #: Examples per forward pass when evaluating (bounds the activation memory).
@@ -142,8 +142,8 @@ class BatchedNetwork:
         return self.logits(state, x).argmax(dim=-1)
 
     def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
-                     mask: torch.Tensor, residual_fn: Residual, *, clip: torch.Tensor,
-                     noise_std: torch.Tensor, generators: Sequence[torch.Generator],
+                     mask: torch.Tensor, residual_fn: Residual, *, release: BatchedRelease,
+                     generators: Sequence[torch.Generator],
                      step_size: torch.Tensor,
                      dropout_streams: Sequence[torch.Generator]) -> torch.Tensor:
         """One clipped, noised step of every run from its objective's residual, in place.
@@ -152,7 +152,7 @@ class BatchedNetwork:
         the network in training mode (dropout from ``dropout_streams[r]``); ``residual_fn``
         receives the detached logits (R, B, K) of all runs and returns d(loss_i)/d(logits_i)
         (R, B, K); each example's parameter gradient ``J_i^T residual_i`` is clipped to
-        ``clip[r]``, summed over the unmasked examples, noised with N(0, noise_std_r^2 I) from
+        ``release.clip[r]``, summed over the unmasked examples, noised by ``release`` from
         ``generators[r]`` and applied with ``step_size[r]``. Returns the logits.
         """
         x = as_tensor(x)
@@ -167,9 +167,9 @@ class BatchedNetwork:
                 tapes.append(LayerTape(module, x[r], parameters=params))
         logits = torch.stack([tape.outputs.detach() for tape in tapes])
         residual = residual_fn(logits) * mask.unsqueeze(-1).to(logits.dtype)
-        summed = [tape.clipped_sum(residual[r], clip[r]) for r, tape in enumerate(tapes)]
-        grads = add_noise({k: torch.stack([s[k] for s in summed]) for k in state},
-                          noise_std, generators)
+        summed = [tape.clipped_sum(residual[r], release.clip[r]) for r, tape in enumerate(tapes)]
+        grads = release.perturb({k: torch.stack([s[k] for s in summed]) for k in state},
+                                generators)
         for key, grad in grads.items():
             state[key] -= step_size.view(-1, *[1] * (grad.dim() - 1)) * grad
         return logits

@@ -1,0 +1,157 @@
+"""Releases: the noisy sums a method publishes, each of which both adds its noise and reports its
+mechanism, so the noise drawn and the noise accounted cannot differ (issue #17, item 1).
+
+A :class:`Release` is one run's release of a sum of per-example contributions whose norm is
+bounded by ``sensitivity`` (l2 for ``gaussian``, l1 for ``laplace``; ``inf`` = not clipped), with
+noise of scale ``noise_multiplier * sensitivity`` (``noise_multiplier`` 0: no noise, the
+non-private twin). Its :meth:`~Release.event` is the dp_accounting mechanism of that release.
+
+A method's plan arranges releases in a tree whose event is derived, never written by hand:
+
+* :class:`Batch`: ``count`` rounds, each drawing one Poisson(``sampling_rate``) batch and making
+  ``releases`` from it (composed INSIDE the sampling event, as the releases share the batch);
+  ``sampling_rate=None`` is the full dataset (no sampling event).
+* :class:`Repeat`: ``parts`` in order, ``count`` times (composed outside).
+
+:class:`BatchedRelease` is the same release for the R runs of a batched program: its ``clip``
+(R,) bounds the per-example contributions and :meth:`~BatchedRelease.perturb` adds run r's noise
+from run r's generator (:func:`dpminimax.kernels.noise.add_noise`). Kernels and programs take a
+``BatchedRelease``, never a raw noise scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+import torch
+from dp_accounting import dp_event
+from dp_accounting.dp_event import DpEvent
+
+from dpminimax.kernels.noise import add_noise
+from dpminimax.privacy.events import gaussian, laplace, non_private_event, validate_event
+
+MECHANISMS = ("gaussian", "laplace")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One run's noisy release of a sum of contributions bounded by ``sensitivity``."""
+
+    name: str
+    mechanism: str
+    noise_multiplier: float
+    sensitivity: float
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"release {self.name!r}: mechanism must be one of {MECHANISMS}, "
+                             f"got {self.mechanism!r}")
+        if not self.noise_multiplier >= 0:
+            raise ValueError(f"release {self.name!r}: noise multiplier must be >= 0, got "
+                             f"{self.noise_multiplier}")
+        if not self.sensitivity > 0:
+            raise ValueError(f"release {self.name!r}: sensitivity must be > 0, got "
+                             f"{self.sensitivity}")
+        if self.noise_multiplier > 0 and math.isinf(self.sensitivity):
+            raise ValueError(f"release {self.name!r} is noised but its contributions are not "
+                             "bounded (sensitivity inf): clip them or set the noise to 0")
+
+    @property
+    def private(self) -> bool:
+        return self.noise_multiplier > 0
+
+    def event(self) -> DpEvent:
+        """The mechanism: Gaussian / Laplace with this noise multiplier (noise over
+        sensitivity), or no privacy when the release is not noised."""
+        if not self.private:
+            return non_private_event()
+        return (gaussian if self.mechanism == "gaussian" else laplace)(self.noise_multiplier)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """``count`` rounds of ``releases`` made from one Poisson(``sampling_rate``) batch per round
+    (``None``: the full dataset)."""
+
+    releases: tuple[Release, ...]
+    count: int = 1
+    sampling_rate: float | None = None
+
+    def event(self) -> DpEvent:
+        if not self.releases:
+            raise ValueError("a batch must make at least one release")
+        mechanisms = [release.event() for release in self.releases]
+        inner = mechanisms[0] if len(mechanisms) == 1 else dp_event.ComposedDpEvent(mechanisms)
+        if self.sampling_rate is not None:
+            inner = dp_event.PoissonSampledDpEvent(float(self.sampling_rate), inner)
+        elif self.count == 1:
+            return inner
+        return dp_event.SelfComposedDpEvent(inner, int(self.count))
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``parts`` (batches or repeats) in order, ``count`` times."""
+
+    parts: tuple[Part, ...]
+    count: int = 1
+
+    def event(self) -> DpEvent:
+        if not self.parts:
+            raise ValueError("a repeat must have at least one part")
+        composed = dp_event.ComposedDpEvent([part.event() for part in self.parts])
+        return composed if self.count == 1 else dp_event.SelfComposedDpEvent(composed,
+                                                                              int(self.count))
+
+
+Part = Union[Batch, Repeat]  # noqa: UP007 (a runtime alias used before Python 3.12's `type`)
+
+
+def releases_of(part: Part) -> list[Release]:
+    """Every release of ``part``, in order (once each, however often it is repeated)."""
+    if isinstance(part, Batch):
+        return list(part.releases)
+    return [release for sub in part.parts for release in releases_of(sub)]
+
+
+def plan_event(part: Part) -> DpEvent:
+    """The DpEvent of one run's release tree; a run none of whose releases is noised is not
+    private (``NonPrivateDpEvent``)."""
+    if not any(release.private for release in releases_of(part)):
+        return non_private_event()
+    return validate_event(part.event())
+
+
+class BatchedRelease:
+    """The release ``name`` of R batched runs (``releases[r]`` is run r's): per-run clip bounds
+    and the noise each run adds to its own sum."""
+
+    def __init__(self, releases: Sequence[Release], device: torch.device | str = "cpu") -> None:
+        names = {(release.name, release.mechanism) for release in releases}
+        if len(names) != 1:
+            raise ValueError(f"the runs of one batched release must make the same release; "
+                             f"got {sorted(names)}")
+        self.releases = tuple(releases)
+        self.name, self.mechanism = names.pop()
+        #: (R,) per-example contribution bounds (the clip norms; inf = not clipped).
+        self.clip = torch.tensor([release.sensitivity for release in releases], device=device)
+        multiplier = torch.tensor([release.noise_multiplier for release in releases],
+                                  device=device)
+        bounded = torch.where(torch.isinf(self.clip), torch.zeros_like(self.clip), self.clip)
+        #: (R,) noise scale of each run: std (Gaussian) or scale (Laplace).
+        self.noise_std = multiplier * bounded
+
+    @classmethod
+    def of(cls, plans: Sequence[Mapping[str, Release]], name: str,
+           device: torch.device | str = "cpu") -> BatchedRelease:
+        """Release ``name`` from every run's ``{name: Release}``."""
+        return cls([plan[name] for plan in plans], device)
+
+    def perturb(self, summed: Mapping[str, torch.Tensor] | torch.Tensor,
+                generators: Sequence[torch.Generator]):
+        """``summed`` (a tensor or dict of (R, ...) tensors) plus run r's noise from
+        ``generators[r]``; runs without noise draw nothing and get their sums back."""
+        return add_noise(summed, self.noise_std, generators, self.mechanism)
