@@ -6,6 +6,7 @@
     dpminimax account racodp --q Q --sigma S --laplace-scale B --steps T --delta D
     dpminimax calibrate dpsgd --q Q --steps T --epsilon E --delta D [--accountant rdp|pld]
     dpminimax calibrate racodp --q Q --sigma S --laplace-scale B --epsilon E --delta D
+    dpminimax audit --method NAME --data DIR --epsilon E --delta D [--controls] [--max-rows N]
     dpminimax data list | dpminimax data prepare NAME --out DIR [--max-rows N]
     dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
@@ -68,12 +69,7 @@ def _method_plan(args: argparse.Namespace) -> None:
     from dpminimax.privacy.release import releases_of
 
     method = get_method(args.method)
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--params is not JSON ({error}): {args.params!r}") from None
-    if not isinstance(params, dict):
-        raise ValueError(f"--params must be a JSON object of parameter values, got {args.params}")
+    params = _json_object(args.params)
     data, n = None, args.n
     if args.data is not None:
         from dpminimax.data.storage import load_prepared
@@ -180,6 +176,28 @@ def _calibrate_racodp(args: argparse.Namespace) -> None:
                                       "epsilon_paper_accounting") if k in record},
             "accountant": args.accountant, "q": args.q,
             "max_steps": args.max_steps})
+
+
+def _audit(args: argparse.Namespace) -> None:
+    """The one-run audit of ``--method`` (and, with ``--controls``, its planted bugs)."""
+    from dpminimax.attacks.canaries import PLANTED_BUGS, audit_table
+    from dpminimax.data.storage import load_prepared
+
+    params = _json_object(args.params)
+    settings = {"methods": {args.method: params}, "epsilon": args.epsilon,
+                "delta": args.delta, "canaries": args.canaries, "max_rows": args.max_rows,
+                "seed": args.seed, "controls": PLANTED_BUGS if args.controls else ()}
+    _print(audit_table(settings, load_prepared(args.data)))
+
+
+def _json_object(text: str) -> dict:
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--params is not JSON ({error}): {text!r}") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"--params must be a JSON object of parameter values, got {text}")
+    return params
 
 
 def _data(args: argparse.Namespace) -> None:
@@ -301,6 +319,23 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--accountant", choices=["rdp", "pld"], default="rdp",
                            help="dp_accounting's accountant for the events it supports")
     calibrate.set_defaults(handler=_calibrate)
+
+    audit = commands.add_parser(
+        "audit", help="one-run privacy audit (Steinke et al. 2023): eps_lower of a method")
+    audit.add_argument("--method", required=True, help="a private method (dpminimax methods)")
+    audit.add_argument("--data", required=True, help="a prepared dataset dir (tabular, binary)")
+    audit.add_argument("--epsilon", type=POSITIVE, required=True, help="the target epsilon")
+    audit.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
+    audit.add_argument("--params", default="{}", help="JSON object of parameter values")
+    audit.add_argument("--canaries", type=STEPS, default=500,
+                       help="canaries, each included with probability 1/2")
+    audit.add_argument("--max-rows", type=STEPS, default=None,
+                       help="audit on the first N training rows (default: all)")
+    audit.add_argument("--seed", type=int, default=0, help="seed of training and canaries")
+    audit.add_argument("--controls", action="store_true",
+                       help="also audit the method with each planted bug (noise off, noise / "
+                            "batch size, clipping removed)")
+    audit.set_defaults(handler=_audit)
 
     data = commands.add_parser("data", help="list, prepare or pin (hash) datasets")
     data_commands = data.add_subparsers(dest="data_command", required=True)

@@ -118,7 +118,9 @@ def test_record_is_json_and_carries_the_event():
     event = same_batch_event(0.02, [gaussian(1.0), laplace(4.0)], 10)
     record = json.loads(json.dumps(accounting_record(event, DELTA)))
     assert set(record) == {"epsilon", "delta", "accountant", "neighboring_relation", "method",
-                           "event", "epsilon_pld_product", "epsilon_rdp_general"}
+                           "event", "epsilon_pld_product", "epsilon_rdp_general",
+                           "guarantee_covered"}
+    assert record["guarantee_covered"] is True
     assert record["neighboring_relation"] == "add_or_remove_one"
     assert event_from_dict(record["event"]) == event
 

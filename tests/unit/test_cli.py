@@ -199,3 +199,13 @@ def test_bad_method_plans_are_one_line(capsys, argv, says):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_audit_prints_the_one_run_audit(capsys, tmp_path):
+    _run(capsys, "data", "prepare", "synthetic-fair", "--out", str(tmp_path))
+    rows = _run(capsys, "audit", "--method", "dp_sgd", "--data", str(tmp_path), "--epsilon",
+                "1", "--delta", "1e-5", "--params", '{"epochs": 2}', "--canaries", "50",
+                "--max-rows", "500")
+    assert [row["bug"] for row in rows] == ["none"]
+    assert rows[0]["canaries"] == 50 and rows[0]["confidence"] == 0.95
+    assert rows[0]["epsilon_lower"] <= rows[0]["epsilon_claimed"] <= 1.0

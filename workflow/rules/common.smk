@@ -97,6 +97,17 @@ def benchmark_outputs(paper):
             if bench.get("workflow")]
 
 
+def audit_settings(paper):
+    """The paper's ``audit:`` block at this scale (None if it has none); delta defaults to the
+    paper's."""
+    spec = PAPERS[paper].get("audit")
+    if spec is None:
+        return None
+    settings = {key: value for key, value in spec.items() if key != "scales"}
+    settings.setdefault("delta", PAPERS[paper]["delta"])
+    return {**settings, **spec.get("scales", {}).get(SCALE, {})}
+
+
 def benchmark_data(wildcards):
     datasets = PAPERS[wildcards.paper]["benchmarks"][wildcards.bench]["datasets"]
     return {name: f"results/data/{name}/arrays.npz" for name in datasets}
@@ -125,6 +136,9 @@ def all_targets():
         targets.append(f"results/{paper}/report.html")
         if claims_file(paper).exists():
             targets.append(f"results/{paper}/tables/claims.csv")
+        if "audit" in spec:
+            targets += [f"results/{paper}/audit/audit.csv",
+                        f"results/{paper}/figures/audit.pdf", f"results/{paper}/figures/audit.png"]
         for experiment, exp_spec in spec["experiments"].items():
             targets += [f"results/{paper}/tables/{experiment}/{name}.csv"
                         for name in exp_spec.get("tables", [])]

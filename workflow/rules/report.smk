@@ -119,6 +119,33 @@ rule paper_benchmark:
         "../scripts/paper_benchmark.py"
 
 
+# The paper's one-run privacy audit (``audit:`` in experiments.yaml): its private methods and
+# their planted-bug controls; fails if a real method exceeds its epsilon or a bug goes unseen.
+rule audit:
+    input:
+        arrays=lambda wc: f"results/data/{PAPERS[wc.paper]['audit']['dataset']}/arrays.npz",
+    output:
+        csv=report("results/{paper}/audit/audit.csv", caption="../report/audit.rst",
+                   category="{paper}"),
+        pdf="results/{paper}/figures/audit.pdf",
+        png=report("results/{paper}/figures/audit.png", caption="../report/audit.rst",
+                   category="{paper}"),
+    params:
+        code=TRAIN_CODE,
+        settings=lambda wc: audit_settings(wc.paper),
+    threads: 1
+    resources:
+        runtime=30,
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/audit.log",
+    benchmark:
+        "results/{paper}/benchmarks/audit.tsv"
+    script:
+        "../scripts/audit.py"
+
+
 # The paper's report notebook (generated from its experiments.yaml), executed to HTML.
 rule notebook:
     input:

@@ -325,5 +325,8 @@ def accounting_record(event: DpEvent, delta: float, accountant: str = "rdp",
         "neighboring_relation": neighboring,
         "method": method,
         "event": event_to_dict(event),
+        # the epsilon is an accountant's bound on this event: the guarantee holds as far as the
+        # event describes the mechanism (a paper theorem's record says where it does not)
+        "guarantee_covered": True,
     } | {names[m]: value for m, value in candidates.items()} | (
         {"accountant_warnings": list(warnings)} if warnings else {})

@@ -1,0 +1,135 @@
+"""The one-run audit (issue #18): its p-value, the lower bound's validity, the canaries, and
+that it detects each planted bug while a real method stays below its epsilon."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from toydata import toy_dataset
+
+from dpminimax.attacks.canaries import PLANTED_BUGS, audit_method, planted, with_canaries
+from dpminimax.privacy.audit import epsilon_for, epsilon_lower_bound, p_value
+from dpminimax.privacy.release import BatchedRelease, Release
+
+
+def test_p_value_without_delta_is_the_binomial_tail():
+    for eps in (0.0, 0.5, 2.0):
+        p = 1 / (1 + math.exp(-eps))
+        assert p_value(100, 40, 30, eps, 0.0) == pytest.approx(stats.binom.sf(29, 40, p))
+
+
+def test_p_value_grows_with_epsilon_and_delta():
+    values = [p_value(500, 100, 70, eps, 1e-5) for eps in np.linspace(0, 3, 13)]
+    assert all(a <= b for a, b in zip(values, values[1:], strict=False))
+    assert p_value(500, 100, 70, 1.0, 1e-3) > p_value(500, 100, 70, 1.0, 0.0)
+    assert 0 <= values[0] <= values[-1] <= 1
+
+
+def test_all_guesses_right_has_a_closed_form_bound():
+    """r of r correct, delta 0: p^r = level, eps = logit(level^(1/r))."""
+    q = 0.05 ** (1 / 200)
+    assert epsilon_for(1000, 200, 200, 0.0, 0.05) == pytest.approx(math.log(q / (1 - q)),
+                                                                   abs=1e-5)
+    assert epsilon_for(1000, 200, 100, 0.0, 0.05) == 0.0  # a coin flip proves nothing
+
+
+def test_lower_bound_is_valid_on_randomized_response():
+    """The worst case of eps-DP: every canary's guess right with probability e^eps/(1+e^eps).
+    eps_lower may exceed eps in at most 5% of trials (95% confidence)."""
+    rng = np.random.default_rng(3)
+    eps, m, trials = 1.0, 300, 200
+    p = 1 / (1 + math.exp(-eps))
+    exceeded = 0
+    for _ in range(trials):
+        included = rng.random(m) < 0.5
+        says_in = np.where(rng.random(m) < p, included, ~included)
+        scores = says_in + 0.01 * rng.random(m)
+        exceeded += epsilon_lower_bound(scores, included, 0.0).epsilon_lower > eps
+    assert exceeded <= 0.05 * trials
+    # several scorings: Bonferroni keeps the level (the same draws, scored twice)
+    two = np.stack([says_in + 0.01 * rng.random(m), says_in + 0.01 * rng.random(m)])
+    assert epsilon_lower_bound(two, included, 0.0).epsilon_lower <= epsilon_lower_bound(
+        two[0], included, 0.0).epsilon_lower + 0.2
+    # and it is not vacuous: a leakier mechanism is caught
+    strong = 1 / (1 + math.exp(-4.0))
+    included = rng.random(m) < 0.5
+    says_in = np.where(rng.random(m) < strong, included, ~included)
+    assert epsilon_lower_bound(says_in + 0.01 * rng.random(m), included, 0.0).epsilon_lower > 1
+
+
+def test_lower_bound_refuses_bad_scores():
+    with pytest.raises(ValueError, match="finite"):
+        epsilon_lower_bound([0.0, math.nan], [True, False], 1e-5)
+    with pytest.raises(ValueError, match=r"must be \(m,\) or \(k, m\)"):
+        epsilon_lower_bound([0.0, 1.0], [True], 1e-5)
+
+
+def _data(n=2000, seed=5):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 5)).astype(np.float32)
+    s = rng.integers(0, 2, n)
+    y = (x[:, 0] + 0.5 * s + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return toy_dataset(x, y, s)
+
+
+def test_canaries_get_their_own_columns_and_half_are_included():
+    data = _data()
+    audited = with_canaries(data, 100, 1000.0, seed=0)
+    included = audited.included
+    assert 30 < included.sum() < 70
+    assert audited.data.x_train.shape == (2000 + included.sum(), 5 + 100)
+    assert np.all(audited.data.x_train[:2000, 5:] == 0)
+    np.testing.assert_array_equal(audited.data.x_train[2000:], audited.inputs[included])
+    assert np.all(np.linalg.norm(audited.inputs, axis=1) == 1000.0)
+    assert audited.data.x_test.shape[1] == 105
+
+
+def test_planted_bugs_change_every_release_and_are_undone():
+    release = Release("gradient", "gaussian", 2.0, 3.0)
+    with planted("noise_off"):
+        assert float(BatchedRelease([release]).noise_std[0]) == 0.0
+    with planted("noise_over_batch", batch_size=10.0):
+        assert float(BatchedRelease([release]).noise_std[0]) == pytest.approx(0.6)
+    with planted("clipping_removed"):
+        broken = BatchedRelease([release])
+        assert math.isinf(float(broken.clip[0])) and float(broken.noise_std[0]) == 6.0
+    fine = BatchedRelease([release])
+    assert float(fine.clip[0]) == 3.0 and float(fine.noise_std[0]) == 6.0
+    with pytest.raises(ValueError, match="unknown planted bug"), planted("typo"):
+        pass
+
+
+@pytest.mark.parametrize("method, params", [("dp_sgd", {"epochs": 5, "batch_size": 256}),
+                                            ("tran2021a", {"epochs": 5, "batch_size": 256})])
+def test_audit_detects_each_planted_bug_and_not_the_real_method(method, params):
+    data = _data()
+    real = audit_method(method, data, params, 1.0, 1e-5, canaries=200)
+    assert real["epsilon_claimed"] <= 1.0 and real["epsilon_lower"] <= real["epsilon_claimed"]
+    for bug in PLANTED_BUGS:
+        broken = audit_method(method, data, params, 1.0, 1e-5, canaries=200, bug=bug)
+        assert broken["detected"], (bug, broken)
+        assert broken["epsilon_lower"] > broken["epsilon_claimed"]
+
+
+def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
+                                                                       caplog):
+    from dpminimax import api
+    from dpminimax.attacks import canaries
+
+    rows = [{"method": "dp_sgd", "bug": "none", "epsilon_claimed": 1.0, "epsilon_lower": 0.0,
+             "confidence": 0.95, "canaries": 10, "detected": False},
+            {"method": "dp_sgd", "bug": "noise_off", "epsilon_claimed": 1.0,
+             "epsilon_lower": 0.5, "confidence": 0.95, "canaries": 10, "detected": False}]
+    monkeypatch.setattr(canaries, "audit_table", lambda settings, data, device: rows)
+    monkeypatch.setattr(api, "load_prepared", lambda path: None)
+    out = [tmp_path / "audit.png"]
+    table = api.audit({}, tmp_path, tmp_path / "audit.csv", out)
+    assert len(table) == 2 and "did not detect" in caplog.text
+    assert pd.read_csv(tmp_path / "audit.csv")["bug"].tolist() == ["none", "noise_off"]
+    rows[0].update(epsilon_lower=2.0, detected=True)
+    with pytest.raises(RuntimeError, match=r"above the claimed epsilon for \['dp_sgd'\]"):
+        api.audit({}, tmp_path, tmp_path / "audit.csv", out)
