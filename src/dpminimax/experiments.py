@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from dpminimax.algorithms import UnknownMethodError, get_method
-from dpminimax.algorithms.base import UnknownParameterError
+from dpminimax.algorithms.params import ParameterError
 from dpminimax.data import get_dataset_spec, list_datasets
 from dpminimax.tuning.protocol import TuningSpec, cell_grid, fixed_params
 from dpminimax.tuning.search import SearchSpaceError
@@ -109,6 +109,18 @@ def load_experiments(path: str | Path) -> dict[str, Any]:
         return yaml.safe_load(stream)
 
 
+def _check_outputs(experiment: Mapping[str, Any], where: str) -> None:
+    """Every figure and table an experiment asks for has a drawer (so a typo fails when the DAG
+    is built, not at the report stage after all training)."""
+    from dpminimax.report.registry import FIGURES, TABLES
+
+    for key, known in (("figures", FIGURES), ("tables", TABLES)):
+        for i, name in enumerate(experiment.get(key) or []):
+            if name not in known:
+                raise ExperimentConfigError(
+                    f"{where}.{key}[{i}]: unknown {key[:-1]} {name!r}; known: {sorted(known)}")
+
+
 def expand_jobs(
     spec: Mapping[str, Any], scale: str, *, source: str = "experiments.yaml",
     dataset_override: list[str] | None = None, tuning: str = "none",
@@ -138,6 +150,7 @@ def expand_jobs(
                         else "dataset_override")
                 raise ExperimentConfigError(
                     f"{where}.{name}: unknown dataset {dataset!r}; known: {list_datasets()}")
+        _check_outputs(experiment, where)
         datasets = (_overridden(experiment["datasets"], dataset_override) if dataset_override
                     else _scale_datasets(experiment["datasets"], at_scale,
                                          f"{where}.scales.{scale}"))
@@ -168,7 +181,7 @@ def expand_jobs(
                           **{k: v for k, v in scale_params.items() if k in method.parameters}}
                 try:
                     method.resolve(params)
-                except UnknownParameterError as err:
+                except ParameterError as err:
                     raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                 tuned = (_tuning(method_spec, at_scale, params, f"{m_where}.tuning")
                          if tuning == "protocol" and "tuning" in method_spec else None)

@@ -106,7 +106,7 @@ def test_a_constant_predictor_is_flagged(pipeline, tmp_path, caplog):
     assert "constant predictor" in caplog.text
 
 
-@pytest.mark.parametrize("lr", [float("nan"), float("inf")])
+@pytest.mark.parametrize("lr", [3e38])  # finite, but the weights overflow float32
 def test_a_non_finite_run_is_an_error_and_writes_nothing(pipeline, tmp_path, lr):
     root, _, _ = pipeline
     config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",

@@ -109,6 +109,17 @@ def test_scale_epsilon_subset():
             epsilon_params={"2": {"lr": 1.0}}), "epsilon_params.2: not one of"),
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(
             epsilon_params={"1": {"lrx": 1.0}}), "'lrx'"),
+        # issue #24: values checked when the DAG is built, naming the key and what it must be
+        (lambda s: s["experiments"]["exp"]["scales"]["smoke"]["params"].update(batch_size=0),
+         "parameter 'batch_size' must be an integer >= 1, got 0"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"]["params"].update(
+            lr=[0.5, float("nan")]), "parameter 'lr' must be a number >= 0, got nan"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"]["params"].update(
+            accountant="moments"), "parameter 'accountant' must be one of ['rdp', 'pld']"),
+        (lambda s: s["experiments"]["exp"].update(figures=["no_such_figure"]),
+         "figures[0]: unknown figure 'no_such_figure'"),
+        (lambda s: s["experiments"]["exp"].update(tables=["no_such_table"]),
+         "tables[0]: unknown table 'no_such_table'"),
     ],
 )
 def test_semantic_errors_name_the_key(mutate, message):

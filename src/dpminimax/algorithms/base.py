@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from dpminimax.algorithms.params import Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.release import Part, Release, plan_event, releases_of
@@ -84,7 +85,7 @@ class RunPlan:
 Monitor = Callable[[int, Any, dict[str, torch.Tensor]], None]
 
 
-class UnknownParameterError(ValueError):
+class UnknownParameterError(ParameterError):
     """An experiment set a parameter the method does not have."""
 
 
@@ -97,6 +98,9 @@ class Method(ABC):
     paper: ClassVar[str]
     private: ClassVar[bool]
     parameters: ClassVar[dict[str, Any]]
+    #: What the values of the parameters must be (:mod:`dpminimax.algorithms.params`), checked
+    #: by :meth:`resolve` on every value an experiment sets.
+    checks: ClassVar[dict[str, Check]] = {}
     #: Parameters that must take one value per batched program (sampling rate, step count,
     #: shapes); runs differing in them are fitted as separate programs.
     shared_parameters: ClassVar[tuple[str, ...]] = ()
@@ -105,13 +109,15 @@ class Method(ABC):
     uses_sensitive_attribute: ClassVar[bool] = True
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Defaults overridden by ``params``; unknown names are an error naming the parameter."""
+        """Defaults overridden by ``params``; an unknown name or a value its check refuses
+        (a list: each swept value) is an error naming the parameter."""
         unknown = sorted(set(params) - set(self.parameters))
         if unknown:
             raise UnknownParameterError(
                 f"method {self.name!r} has no parameter(s) {unknown}; "
                 f"known: {sorted(self.parameters)}"
             )
+        check_values(self.name, params, self.checks)
         return {**self.parameters, **params}
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
@@ -129,6 +135,18 @@ class Method(ABC):
         ``dpminimax account --method`` prints its epsilon, and :meth:`fit` noises with its
         releases). ``data`` is needed only by plans calibrated from training-set statistics
         (DP-FERMI's Thm. 3.3 reads the group counts); others ignore it."""
+
+    def plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any], list[RunPlan]]:
+        """The start of every fit: ``(resolved params, shared values, plans)`` of ``runs`` on
+        ``data``, each run's planned values (steps, noise multipliers...) added to its
+        params."""
+        resolved = [self.resolve(run.params) for run in runs]
+        shared = shared_values(resolved, self.shared_parameters, self.name)
+        plans = [self.plan(run, len(data.y_train), data) for run in runs]
+        for params, plan in zip(resolved, plans, strict=True):
+            params.update(plan.values)
+        return resolved, shared, plans
 
     def extra_metrics(self, fit: FitResult, data: PreparedDataset,
                       device: torch.device) -> list[dict[str, float]]:

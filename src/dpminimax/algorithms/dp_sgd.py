@@ -24,9 +24,17 @@ from dpminimax.algorithms.base import (
     Method,
     RunPlan,
     RunSpec,
-    shared_values,
 )
 from dpminimax.algorithms.noisy_sgd import NoisySgd
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    CLIP,
+    COUNT,
+    MODEL,
+    NON_NEGATIVE,
+    POSITIVE,
+    Check,
+)
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -52,6 +60,9 @@ class DpSgd(Method):
         "accountant": "rdp",
         "model": "logistic_regression",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "lr": NON_NEGATIVE, "clip": CLIP, "batch_size": COUNT, "epochs": POSITIVE,
+        "accountant": ACCOUNTANT, "model": MODEL}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
     uses_sensitive_attribute: ClassVar[bool] = False
 
@@ -78,12 +89,7 @@ class DpSgd(Method):
     def fit(
         self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device
     ) -> FitResult:
-        resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED_PARAMETERS, self.name)
-        n = len(data.y_train)
-        plans = [self.plan(run, n) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
+        resolved, shared, plans = self.plan_runs(data, runs)
         q, steps = resolved[0]["sampling_rate"], resolved[0]["steps"]
 
         model = batched_model(data, shared["model"],

@@ -89,6 +89,17 @@ from dpminimax.algorithms.dpfermi_compiled import (
     fermi_sums,
 )
 from dpminimax.algorithms.ermi import psi_grad_f_parts, psi_grad_w, psi_grad_w_norms
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    CLIP,
+    COUNT,
+    FLAG,
+    MODEL,
+    NON_NEGATIVE,
+    POSITIVE,
+    Check,
+    one_of,
+)
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors
@@ -201,6 +212,12 @@ class DpFermi(Method):
         "accountant": "rdp",
         "model": "logistic_regression",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "lam": NON_NEGATIVE, "lr": NON_NEGATIVE, "lr_w": POSITIVE, "batch_size": COUNT,
+        "epochs": COUNT, "fairness": one_of(*FAIRNESS), "w_radius": POSITIVE, "clip": CLIP,
+        "clip_w": CLIP, "count_noise": NON_NEGATIVE,
+        "privacy": one_of("example", "sensitive_attribute"), "code_faithful": FLAG,
+        "accountant": ACCOUNTANT, "model": MODEL}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     privacy_modes: ClassVar[tuple[str, ...]] = ("example", "sensitive_attribute")
 

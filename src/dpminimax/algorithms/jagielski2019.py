@@ -76,8 +76,8 @@ from dpminimax.algorithms.base import (
     RunSpec,
     is_non_private,
     require_binary_labels,
-    shared_values,
 )
+from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import linear_logits, linear_residuals, private_linear_step
@@ -237,17 +237,17 @@ class Jagielski2019(Method):
         "count_noise_ratio": 5.0,
         "accountant": "rdp",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "tolerance": NON_NEGATIVE, "multiplier_bound": POSITIVE, "eg_lr": POSITIVE,
+        "rounds": COUNT, "oracle_steps": COUNT, "lr": NON_NEGATIVE, "clip": CLIP,
+        "batch_size": COUNT,
+        "auditor_noise_ratio": POSITIVE, "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
     def fit(self, data: PreparedDataset, runs: Sequence[RunSpec],
             device: torch.device) -> FitResult:
         require_binary_labels(data, self.name)
-        resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED, self.name)
-        n = len(data.y_train)
-        plans = [self.plan(run, n) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
+        resolved, shared, plans = self.plan_runs(data, runs)
         program = JagielskiProgram(data, [run.seed for run in runs], resolved,
                                    [plan.releases for plan in plans], device=device)
         for _ in tqdm(range(int(shared["rounds"])), desc=f"{self.name} x{len(runs)} runs",

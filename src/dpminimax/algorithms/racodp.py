@@ -44,7 +44,16 @@ from dpminimax.algorithms.base import (
     Monitor,
     RunPlan,
     RunSpec,
-    shared_values,
+)
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    CLIP,
+    COUNT,
+    MODEL,
+    NON_NEGATIVE,
+    POSITIVE,
+    Check,
+    one_of,
 )
 from dpminimax.constraints import RateConstraintSet, build_constraints
 from dpminimax.data import PreparedDataset
@@ -126,6 +135,13 @@ class RacoDp(Method):
         "gamma": 0.05,
         "model": "logistic_regression",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "lr": NON_NEGATIVE, "lr_dual": NON_NEGATIVE, "clip": CLIP, "noise_multiplier": NON_NEGATIVE,
+        "histogram_scale": NON_NEGATIVE, "histogram_noise": one_of("laplace", "gaussian"),
+        "temperature": POSITIVE, "dual_update": one_of("soft", "hard"), "batch_size": COUNT,
+        "max_steps": COUNT, "accountant": ACCOUNTANT,
+        "constraint": one_of("demographic_parity", "equalized_odds", "false_negative_rate"),
+        "gamma": NON_NEGATIVE, "model": MODEL}
 
     def constraint_set(self, params: dict[str, Any], data: PreparedDataset) -> RateConstraintSet:
         return build_constraints(
@@ -158,13 +174,9 @@ class RacoDp(Method):
 
     def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
         """``(batched model, resolved params with sampling_rate and steps, run plans)``."""
-        resolved = [self.resolve(run.params) for run in runs]
-        shared_values(resolved, SHARED, self.name)
-        model = batched_model(data, resolved[0]["model"], num_classes=2)  # refuses a bad pairing
-        n = len(data.y_train)
-        plans = [self.plan(run, n) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
+        # refuses a bad model / data pairing before any planning
+        model = batched_model(data, self.resolve(runs[0].params)["model"], num_classes=2)
+        resolved, _, plans = self.plan_runs(data, runs)
         return model, resolved, plans
 
     def plan(self, run: RunSpec, n: int,

@@ -66,9 +66,9 @@ from dpminimax.algorithms.base import (
     RunSpec,
     is_non_private,
     require_binary_labels,
-    shared_values,
 )
 from dpminimax.algorithms.group_stats import GroupCells, cell_gap_weights, rate_gaps
+from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.grouped import grouped_sums
@@ -143,6 +143,9 @@ class Tran2021a(Method):
         "histogram_noise_ratio": 3.0,
         "accountant": "rdp",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "gamma": NON_NEGATIVE, "lr": NON_NEGATIVE, "clip": CLIP, "batch_size": COUNT,
+        "epochs": POSITIVE, "histogram_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
     def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
@@ -150,12 +153,7 @@ class Tran2021a(Method):
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every step."""
         require_binary(data, self.name)
-        resolved = [self.resolve(run.params) for run in runs]
-        shared_values(resolved, SHARED, self.name)
-        n = len(data.y_train)
-        plans = [self.plan(run, n) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
+        resolved, _, plans = self.plan_runs(data, runs)
         program = Tran2021aProgram(data, [run.seed for run in runs], resolved,
                                    [plan.releases for plan in plans], device=device)
         for step in tqdm(range(resolved[0]["steps"]), desc=f"{self.name} x{len(runs)} runs",
@@ -172,7 +170,6 @@ class Tran2021a(Method):
         with the smallest sigma for which the event derived from them meets the run's
         (epsilon, delta)."""
         params = self.resolve(run.params)
-        self.check(params)
         q = min(1.0, int(params["batch_size"]) / n)
         steps = math.ceil(int(params["epochs"]) / q)
         ratio = float(params["histogram_noise_ratio"]) if params["gamma"] > 0 else None
@@ -191,21 +188,6 @@ class Tran2021a(Method):
             raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
                              f"{Tran2021aNonPrivate.name!r}")
         return calibrated_sigma(q, steps, ratio, run.epsilon, run.delta, accountant)
-
-    def check(self, params: dict[str, Any]) -> None:
-        """Clear errors for parameter values the method cannot run with."""
-        gamma = float(params["gamma"])
-        if not (math.isfinite(gamma) and gamma >= 0):
-            raise ValueError(f"method {self.name!r}: gamma must be a finite number >= 0, got "
-                             f"{params['gamma']!r}")
-        for name in ("lr", "clip", "histogram_noise_ratio"):
-            if name in self.parameters and not float(params[name]) > 0:
-                raise ValueError(f"method {self.name!r}: {name} must be > 0, got "
-                                 f"{params[name]!r}")
-        for name in ("batch_size", "epochs"):
-            if int(params[name]) < 1:
-                raise ValueError(f"method {self.name!r}: {name} must be >= 1, got "
-                                 f"{params[name]!r}")
 
 
 class Tran2021aNonPrivate(Tran2021a):

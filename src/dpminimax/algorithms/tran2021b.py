@@ -90,9 +90,17 @@ from dpminimax.algorithms.base import (
     RunPlan,
     RunSpec,
     is_non_private,
-    shared_values,
 )
 from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    CLIP,
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    Check,
+    one_of,
+)
 from dpminimax.algorithms.tran2021a import require_binary
 from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
@@ -198,6 +206,13 @@ class Tran2021b(Method):
         "count_noise_ratio": 10.0,
         "accountant": "rdp",
     }
+    checks: ClassVar[dict[str, Check]] = {
+        "alpha": NON_NEGATIVE, "fairness": one_of(*FAIRNESS),
+        "lr": NON_NEGATIVE, "lr_dual": NON_NEGATIVE, "clip_primal": CLIP,
+        "clip_dual": Check("'bound' or a number > 0",
+                           lambda v: v == DUAL_BOUND or CLIP.accepts(v)),
+        "batch_size": COUNT, "epochs": COUNT, "dual_noise_ratio": POSITIVE,
+        "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
     def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
@@ -205,12 +220,7 @@ class Tran2021b(Method):
         """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
         after every primal step."""
         require_binary(data, self.name)
-        resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED, self.name)
-        n = len(data.y_train)
-        plans = [self.plan(run, n) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
+        resolved, shared, plans = self.plan_runs(data, runs)
         epochs, per_epoch = int(shared["epochs"]), resolved[0]["steps_per_epoch"]
         program = PfldProgram(data, [run.seed for run in runs], resolved,
                               [plan.releases for plan in plans], device=device)
@@ -236,7 +246,6 @@ class Tran2021b(Method):
         a bound for any released counts (``||w_i|| <= 1``, cell sizes floored at 1); the program
         tightens it to :func:`violation_bound` of the released counts."""
         params = self.resolve(run.params)
-        self.check(params)
         q = min(1.0, int(params["batch_size"]) / n)
         epochs, per_epoch = int(params["epochs"]), math.ceil(1.0 / q)
         steps = epochs * per_epoch
@@ -259,30 +268,6 @@ class Tran2021b(Method):
                              f"{Tran2021bNonPrivate.name!r}")
         return calibrated_sigma(q, steps, dual_releases, ratios, run.epsilon, run.delta,
                                 accountant)
-
-    def check(self, params: dict[str, Any]) -> None:
-        """Clear errors for parameter values the method cannot run with."""
-        if params["fairness"] not in FAIRNESS:
-            raise ValueError(f"method {self.name!r}: fairness must be one of {FAIRNESS}, got "
-                             f"{params['fairness']!r}")
-        for name in ("alpha", "lr_dual"):
-            value = float(params[name])
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"method {self.name!r}: {name} must be a finite number >= 0, "
-                                 f"got {params[name]!r}")
-        for name in ("lr", "clip_primal", "clip_dual", "dual_noise_ratio", "count_noise_ratio"):
-            if name == "clip_dual" and isinstance(params[name], str):
-                if params[name] != DUAL_BOUND:
-                    raise ValueError(f"method {self.name!r}: clip_dual must be a number > 0 or "
-                                     f"{DUAL_BOUND!r}, got {params[name]!r}")
-                continue
-            if name in self.parameters and not float(params[name]) > 0:
-                raise ValueError(f"method {self.name!r}: {name} must be > 0, got "
-                                 f"{params[name]!r}")
-        for name in ("batch_size", "epochs"):
-            if int(params[name]) < 1:
-                raise ValueError(f"method {self.name!r}: {name} must be >= 1, got "
-                                 f"{params[name]!r}")
 
 
 class Tran2021bNonPrivate(Tran2021b):
