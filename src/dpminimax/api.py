@@ -111,7 +111,8 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Pa
     if selection is None:
         runs = expand_runs(config["seeds"], epsilon, float(config["delta"]),
                            config.get("params", {}))
-        fit, records = method.fit(data, runs, device), [{} for _ in runs]
+        fit = method.fit(data, runs, device, monitor=finite_guard(method.name, runs))
+        records = [{} for _ in runs]
     else:
         config["selection"] = str(Path(selection).resolve())
         tuning = TuningSpec.from_dict(config["tuning"])
@@ -182,6 +183,24 @@ def select_configs(run_config: Mapping[str, Any], trials_path: str | Path,
 
 class NonFiniteResultError(RuntimeError):
     """A trained run holds NaN or infinite values: it is an error, never a result."""
+
+
+def finite_guard(method: str, runs):
+    """A training monitor that stops at the first step after which a run's state is not finite
+    (:class:`NonFiniteResultError` naming the run, the state entry and the step)."""
+    def check(step: int, model, state: Mapping[str, torch.Tensor]) -> None:
+        floats = {k: v for k, v in state.items() if torch.is_floating_point(v)}
+        if all(bool(torch.isfinite(v).all()) for v in floats.values()):
+            return
+        for key, value in floats.items():
+            finite = torch.isfinite(value.reshape(value.shape[0], -1)).all(dim=1)
+            if not bool(finite.all()):
+                r = int((~finite).nonzero()[0])
+                raise NonFiniteResultError(
+                    f"method {method!r}, run {runs[r].run_id}: {key} is not finite after step "
+                    f"{step} ({int((~finite).sum())} of {len(runs)} runs); check the step sizes "
+                    "and hyper-parameters (a diverging lr). No result was written.")
+    return check
 
 
 def require_finite(fit, method: str) -> None:

@@ -112,7 +112,7 @@ def test_a_non_finite_run_is_an_error_and_writes_nothing(pipeline, tmp_path, lr)
     config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
               "method": "nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0, 1],
               "params": {"lr": lr, "batch_size": 128, "epochs": 1}}
-    with pytest.raises(api.NonFiniteResultError, match=r"run seed=0;.*not finite"):
+    with pytest.raises(api.NonFiniteResultError, match=r"run seed=0;.*not finite after step"):
         api.train(config, root / "data", tmp_path / "job")
     assert not (tmp_path / "job").exists()
 

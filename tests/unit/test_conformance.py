@@ -208,3 +208,13 @@ def test_same_seed_same_bits_and_alone_equals_in_batch(name):
         np.testing.assert_array_equal(first[key], second[key], err_msg=key)
         np.testing.assert_allclose(single[key][0], first[key][2], rtol=1e-5, atol=1e-6,
                                    err_msg=key)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_method_calls_its_monitor_after_every_step(name):
+    """Every method takes ``monitor`` (the tuning protocol's checkpoints, the NaN guard)."""
+    steps = []
+    fit = get_method(name).fit(problem(), runs_of(name, seeds=(0,)), torch.device("cpu"),
+                               monitor=lambda step, model, state: steps.append(step))
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 2
+    assert fit.state

@@ -154,10 +154,11 @@ class Method(ABC):
         return [{} for _ in fit.runs]
 
     @abstractmethod
-    def fit(
-        self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device
-    ) -> FitResult:
-        """Train all ``runs`` as one batched program and return their states."""
+    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
+            monitor: Monitor | None = None) -> FitResult:
+        """Train all ``runs`` as one batched program and return their states;
+        ``monitor(step, model, state)`` (if given) is called after every step (the tuning
+        protocol keeps its checkpoints so, for every method)."""
 
 
 def require_tabular(data: PreparedDataset, method: str) -> None:

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
+    Monitor,
     RunPlan,
     RunSpec,
 )
@@ -86,9 +87,10 @@ class DpSgd(Method):
     def clip_norm(self, params: dict[str, Any]) -> float:
         return float(params["clip"])
 
-    def fit(
-        self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device
-    ) -> FitResult:
+    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
+            monitor: Monitor | None = None) -> FitResult:
+        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
+        after every step."""
         resolved, shared, plans = self.plan_runs(data, runs)
         q, steps = resolved[0]["sampling_rate"], resolved[0]["steps"]
 
@@ -98,7 +100,7 @@ class DpSgd(Method):
         release = BatchedRelease([plan.release("gradient") for plan in plans], device)
         state = train_noisy_sgd(
             model, data, runs, lr=lr, release=release, q=q, steps=steps,
-            device=device, description=f"{self.name} x{len(runs)} runs",
+            device=device, description=f"{self.name} x{len(runs)} runs", monitor=monitor,
         )
         return FitResult(model, state, list(runs), [plan.record for plan in plans], resolved)
 
@@ -157,13 +159,17 @@ def train_noisy_sgd(
     steps: int,
     device: torch.device,
     description: str,
+    monitor: Monitor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """``steps`` steps of :class:`~dpminimax.algorithms.noisy_sgd.NoisySgd` with a progress bar."""
+    """``steps`` steps of :class:`~dpminimax.algorithms.noisy_sgd.NoisySgd` with a progress bar
+    (and ``monitor`` after each)."""
     program = NoisySgd(
         model, training_rows(data, device),
         torch.as_tensor(data.y_train, device=device), [run.seed for run in runs],
         lr=lr, release=release, q=q,
     )
-    for _ in tqdm(range(steps), desc=description, mininterval=5.0, leave=False):
+    for step in tqdm(range(1, steps + 1), desc=description, mininterval=5.0, leave=False):
         program.step()
+        if monitor is not None:
+            monitor(step, model, program.state)
     return program.state

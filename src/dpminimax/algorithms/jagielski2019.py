@@ -72,6 +72,7 @@ from tqdm.auto import tqdm
 from dpminimax.algorithms.base import (
     FitResult,
     Method,
+    Monitor,
     RunPlan,
     RunSpec,
     is_non_private,
@@ -244,15 +245,19 @@ class Jagielski2019(Method):
         "auditor_noise_ratio": POSITIVE, "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec],
-            device: torch.device) -> FitResult:
+    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
+            monitor: Monitor | None = None) -> FitResult:
+        """Play every round; ``monitor(round, model, state)`` (if given) is called after each
+        round with the mixture of the iterates so far (the model the method outputs)."""
         require_binary_labels(data, self.name)
         resolved, shared, plans = self.plan_runs(data, runs)
         program = JagielskiProgram(data, [run.seed for run in runs], resolved,
                                    [plan.releases for plan in plans], device=device)
-        for _ in tqdm(range(int(shared["rounds"])), desc=f"{self.name} x{len(runs)} runs",
-                      mininterval=5.0, leave=False):
+        for done in tqdm(range(1, int(shared["rounds"]) + 1),
+                         desc=f"{self.name} x{len(runs)} runs", mininterval=5.0, leave=False):
             program.play_round()
+            if monitor is not None:
+                monitor(done, program.model, program.output_state())
         return FitResult(program.model, program.output_state(), list(runs),
                          [dict(plan.record) for plan in plans], resolved)
 
