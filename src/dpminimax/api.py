@@ -189,33 +189,29 @@ def finite_guard(method: str, runs):
     """A training monitor that stops at the first step after which a run's state is not finite
     (:class:`NonFiniteResultError` naming the run, the state entry and the step)."""
     def check(step: int, model, state: Mapping[str, torch.Tensor]) -> None:
-        floats = {k: v for k, v in state.items() if torch.is_floating_point(v)}
-        if all(bool(torch.isfinite(v).all()) for v in floats.values()):
-            return
-        for key, value in floats.items():
-            finite = torch.isfinite(value.reshape(value.shape[0], -1)).all(dim=1)
-            if not bool(finite.all()):
-                r = int((~finite).nonzero()[0])
-                raise NonFiniteResultError(
-                    f"method {method!r}, run {runs[r].run_id}: {key} is not finite after step "
-                    f"{step} ({int((~finite).sum())} of {len(runs)} runs); check the step sizes "
-                    "and hyper-parameters (a diverging lr). No result was written.")
+        _require_finite_state(state, runs, method, f"after step {step}")
     return check
 
 
 def require_finite(fit, method: str) -> None:
     """Raise :class:`NonFiniteResultError` naming the first run (and state entry) of ``fit``
-    that is not finite: a diverged step size or a non-finite hyper-parameter (``lr: nan``)."""
-    for key, value in fit.state.items():
-        if not torch.is_floating_point(value):
-            continue
+    that is not finite: a diverged step size or a non-finite hyper-parameter."""
+    _require_finite_state(fit.state, fit.runs, method, "after training")
+
+
+def _require_finite_state(state: Mapping[str, torch.Tensor], runs, method: str,
+                          when: str) -> None:
+    floats = {k: v for k, v in state.items() if torch.is_floating_point(v)}
+    if all(bool(torch.isfinite(v).all()) for v in floats.values()):
+        return
+    for key, value in floats.items():
         finite = torch.isfinite(value.reshape(value.shape[0], -1)).all(dim=1)
         if not bool(finite.all()):
             r = int((~finite).nonzero()[0])
             raise NonFiniteResultError(
-                f"method {method!r}, run {fit.runs[r].run_id}: {key} is not finite after "
-                f"training ({int((~finite).sum())} of {len(fit.runs)} runs); check the step "
-                "sizes and hyper-parameters (a NaN lr, a diverging lr). No result was written.")
+                f"method {method!r}, run {runs[r].run_id}: {key} is not finite {when} "
+                f"({int((~finite).sum())} of {len(runs)} runs); check the step sizes and "
+                "hyper-parameters (a diverging lr). No result was written.")
 
 
 def _start(method, data: PreparedDataset) -> torch.device:
