@@ -94,8 +94,7 @@ def _method_plan(args: argparse.Namespace) -> None:
 def _account(args: argparse.Namespace) -> None:
     from dpminimax.privacy import accounting_record, dpsgd_event, epsilon
 
-    missing = [f"--{name}" for name in ("q", "sigma", "steps", "delta")
-               if getattr(args, name) is None]
+    missing = [f"--{name}" for name in ("q", "sigma", "steps") if getattr(args, name) is None]
     if missing:
         raise ValueError(f"{args.mechanism}: {', '.join(missing)} required")
     if args.mechanism == "dpsgd":
@@ -120,12 +119,19 @@ def _account(args: argparse.Namespace) -> None:
     _print(out)
 
 
-def _account_dispatch(args: argparse.Namespace) -> None:
+def _planned_method(args: argparse.Namespace) -> bool:
+    """``account`` / ``calibrate`` take a mechanism or ``--method``: print the method's plan
+    (True) or leave the mechanism to the caller (False)."""
     if (args.method is None) == (args.mechanism is None):
-        raise ValueError("give a mechanism (dpsgd, racodp) or --method NAME, "
-                         "not both")
-    if args.method is not None:
-        _method_plan(args)
+        raise ValueError("give a mechanism (dpsgd, racodp) or --method NAME, not both")
+    if args.method is None:
+        return False
+    _method_plan(args)
+    return True
+
+
+def _account_dispatch(args: argparse.Namespace) -> None:
+    if _planned_method(args):
         return
     args.histogram_noise = "gaussian" if args.gaussian_scale is not None else "laplace"
     if args.gaussian_scale is not None:
@@ -136,11 +142,7 @@ def _account_dispatch(args: argparse.Namespace) -> None:
 def _calibrate(args: argparse.Namespace) -> None:
     from dpminimax.privacy import calibrate_noise_multiplier, dpsgd_event, epsilon
 
-    if (args.method is None) == (args.mechanism is None):
-        raise ValueError("give a mechanism (dpsgd, racodp) or --method "
-                         "NAME, not both")
-    if args.method is not None:
-        _method_plan(args)
+    if _planned_method(args):
         return
     if args.q is None:
         raise ValueError(f"{args.mechanism}: --q is required")

@@ -32,7 +32,6 @@ def _real(value: Any) -> bool:
 
 POSITIVE = Check("a number > 0", lambda v: _real(v) and math.isfinite(v) and v > 0)
 NON_NEGATIVE = Check("a number >= 0", lambda v: _real(v) and math.isfinite(v) and v >= 0)
-FINITE = Check("a finite number", lambda v: _real(v) and math.isfinite(v))
 COUNT = Check("an integer >= 1", lambda v: isinstance(v, numbers.Integral)
               and not isinstance(v, bool) and v >= 1)
 CLIP = Check("a number > 0 (inf: no clipping)", lambda v: _real(v) and v > 0)

@@ -126,9 +126,10 @@ def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, A
         raise ValueError(f"method {method_name!r} is not private: nothing to audit")
     audited = with_canaries(data, canaries, norm, seed)
     run = RunSpec(seed, epsilon, delta, dict(params))
-    n = len(audited.data.y_train)
-    plan = method.plan(run, n, audited.data)
-    batch = float(plan.values.get("sampling_rate") or 1.0) * n
+    batch = 1.0
+    if bug == "noise_over_batch":  # the expected batch size qn, from the run's plan
+        n = len(audited.data.y_train)
+        batch = float(method.plan(run, n, audited.data).values.get("sampling_rate") or 1.0) * n
     device = torch.device(device)
     with planted(bug, batch):
         fit = method.fit(audited.data, [run], device)
