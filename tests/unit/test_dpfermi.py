@@ -101,7 +101,7 @@ def test_nonprivate_step_is_the_gradient_step_of_the_fermi_minibatch_objective(d
     objective.backward()
     expected_theta = {k: v.detach() - lr * theta[k].grad for k, v in theta.items()}
     expected_w = w.detach() + lr_w * w.grad                  # ascent on lam mean psi
-    program.step(*_full_batch(program))
+    program.step_on(*_full_batch(program))
     for key, value in expected_theta.items():
         torch.testing.assert_close(program.state[key], value, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(program.w, expected_w, rtol=1e-4, atol=1e-6)
@@ -139,7 +139,7 @@ def test_code_faithful_step_is_the_released_code_v1_update(data, fairness):
     expected_theta = {k: v.detach() - lr * v.grad * clip / grad_norm for k, v in theta.items()}
     expected_w = w.detach() + lr_w * w.grad
     expected_w = expected_w * torch.clamp(radius / expected_w.abs(), max=1.0)
-    program.step(*_full_batch(program))
+    program.step_on(*_full_batch(program))
     for key, value in expected_theta.items():
         torch.testing.assert_close(program.state[key], value, rtol=1e-4, atol=1e-7)
     torch.testing.assert_close(program.w, expected_w, rtol=1e-4, atol=1e-6)
@@ -158,13 +158,13 @@ def test_example_mode_one_example_moves_the_sums_by_at_most_the_clip_norms(data)
     _randomise(program, scale=0.1, w_scale=2.0)
     index, mask, divisor = _full_batch(program)
     start = _snapshot(program)
-    program.step(index, mask, divisor)
+    program.step_on(index, mask, divisor)
     with_all = _snapshot(program)
     for removed in (0, 17, 400):
         _restore(program, start)
         without = mask.clone()
         without[0, removed] = False
-        program.step(index, without, divisor)
+        program.step_on(index, without, divisor)
         theta_move = torch.sqrt(sum(((program.state[k] - with_all[0][k])**2).sum()
                                     for k in program.state))
         w_move = torch.linalg.vector_norm(program.w - with_all[1])
@@ -185,7 +185,7 @@ def test_sensitive_attribute_mode_changing_one_s_respects_the_theorem_sensitivit
     _randomise(program, scale=0.1, w_scale=2.0)
     index, mask, divisor = _full_batch(program)
     start = _snapshot(program)
-    program.step(index, mask, divisor)
+    program.step_on(index, mask, divisor)
     reference = _snapshot(program)
     rho = float(program.p_s.min())
     original = program.s.clone()
@@ -194,7 +194,7 @@ def test_sensitive_attribute_mode_changing_one_s_respects_the_theorem_sensitivit
         _restore(program, start)
         program.s = original.clone()
         program.s[changed] = 1 - program.s[changed]
-        program.step(index, mask, divisor)
+        program.step_on(index, mask, divisor)
         theta_moves.append(float(torch.sqrt(sum(((program.state[k] - reference[0][k])**2).sum()
                                                 for k in program.state))))
         w_move = torch.linalg.vector_norm(program.w - reference[1])
@@ -271,7 +271,7 @@ def test_w_noise_has_the_calibrated_scale(data):
     lr_w / m * N(0, (sigma clip_w)^2): the sample std over 100 runs x 4 entries is within 15%."""
     program, plans = _program(DpFermi(), data, {"lam": 0.0, "clip_w": 3.0, "w_radius": 1e6},
                               eps=3.0, seeds=range(100))
-    program.step(*_full_batch(program))
+    program.step_on(*_full_batch(program))
     divisor = len(data.y_train)
     scale = plans[0].record["noise_multiplier"] * 3.0 * 0.01 / divisor
     ratio = float(program.w.std() / scale)
@@ -386,7 +386,7 @@ def test_w_stays_in_the_frobenius_ball(data):
     bound = torch.tensor(radius).view(-1, 1)
     for index, mask, divisor in schedule.batches(
             [program.noise[r] for r in range(2)], DEVICE):   # any streams will do
-        program.step(index, mask, divisor)
+        program.step_on(index, mask, divisor)
         norms = torch.linalg.vector_norm(program.w, dim=(-2, -1))   # (R, C)
         assert bool((norms <= bound * (1 + 1e-6)).all())
     assert bool((norms >= bound * 0.999).all())

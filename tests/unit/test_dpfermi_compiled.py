@@ -56,7 +56,7 @@ def _train(method, data, runs, steps, compiled, monkeypatch):
             program.state[key] = 0.3 * torch.randn(value.shape, generator=generator)
         program.w = program._project(torch.randn(program.w.shape, generator=generator))
         for _ in range(steps):
-            program.step(*next(batches))
+            program.step_on(*next(batches))
     program.compiled_steps = len(calls)
     return program
 

@@ -65,7 +65,7 @@ def test_multiclass_step_is_the_gradient_step_of_cross_entropy_plus_lam_psi(fair
                            fair)
     (F.cross_entropy(logits, y) + lam * fair.mean()).backward()
     n = len(y)
-    program.step(torch.arange(n).unsqueeze(0), torch.ones(1, n, dtype=torch.bool), float(n))
+    program.step_on(torch.arange(n).unsqueeze(0), torch.ones(1, n, dtype=torch.bool), float(n))
     for key, value in theta.items():
         torch.testing.assert_close(program.state[key], value.detach() - lr * value.grad,
                                    rtol=1e-4, atol=1e-6)

@@ -95,9 +95,9 @@ def test_one_round_exponentiated_gradient_update_by_hand():
                                             "multiplier_bound": 3.0, "oracle_steps": 2,
                                             "batch_size": 6})
     assert program.q == 0.5
-    program.state["weight"].fill_(1.0)
+    program.oracle["weight"].fill_(1.0)
     torch.testing.assert_close(program.counts, torch.tensor([[2.0, 4.0, 3.0, 3.0]]))
-    program.play_round()
+    program.step()
     # rates: y=0 cells 1/2, 1/4 (label rate 2/6); y=1 cells 3/3, 1/3 (label rate 4/6)
     gamma = [1 / 2 - 1 / 3, 1 / 4 - 1 / 3, 1 - 2 / 3, 1 / 3 - 2 / 3]
     g = [v - 0.05 for v in gamma] + [-v - 0.05 for v in gamma]
@@ -116,12 +116,12 @@ def test_oracle_step_is_a_gradient_step_on_the_weighted_logistic_loss():
     data = _biased(n=600)
     program = _nonprivate_program(data, 5, {"lr": 0.7, "batch_size": 60})
     assert program.q == 0.2
-    program.state["weight"] = torch.tensor([[[0.3, -0.2]]])
-    program.state["bias"] = torch.tensor([[0.1]])
+    program.oracle["weight"] = torch.tensor([[[0.3, -0.2]]])
+    program.oracle["bias"] = torch.tensor([[0.1]])
     weights = torch.tensor([[0.5, 2.0, 1.5, 0.25]])
     labels = torch.tensor([[1.0, 0.0, 0.0, 1.0]])
-    w = program.state["weight"][0, 0].clone().requires_grad_(True)
-    b = program.state["bias"][0, 0].clone().requires_grad_(True)
+    w = program.oracle["weight"][0, 0].clone().requires_grad_(True)
+    b = program.oracle["bias"][0, 0].clone().requires_grad_(True)
     index, mask = poisson_batches(program.n, 0.2, [make_generator(5, "poisson")])
     index = index[0][mask[0]]
     x = torch.as_tensor(data.x_train)[index]
@@ -131,8 +131,8 @@ def test_oracle_step_is_a_gradient_step_on_the_weighted_logistic_loss():
     loss.backward()
     program.oracle_step(weights, labels)
     scale = 0.7 / (0.2 * program.n)
-    torch.testing.assert_close(program.state["weight"][0, 0], (w - scale * w.grad).detach())
-    torch.testing.assert_close(program.state["bias"][0, 0], (b - scale * b.grad).detach())
+    torch.testing.assert_close(program.oracle["weight"][0, 0], (w - scale * w.grad).detach())
+    torch.testing.assert_close(program.oracle["bias"][0, 0], (b - scale * b.grad).detach())
 
 
 # --- the mixture ------------------------------------------------------------------------------

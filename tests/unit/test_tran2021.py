@@ -333,10 +333,11 @@ def _pfld_program(data, seed, method, **overrides) -> PfldProgram:
     n = len(data.y_train)
     q, epochs = params["batch_size"] / n, params["epochs"]
     dual_clip = float(n) if params["clip_dual"] == "bound" else float(params["clip_dual"])
-    releases = pfld_releases(q, epochs * math.ceil(1 / q), epochs - 1, 0.0, (1.0, 1.0),
+    per_epoch = math.ceil(1 / q)
+    releases = pfld_releases(q, epochs * per_epoch, epochs - 1, 0.0, (1.0, 1.0),
                              (float(params["clip_primal"]), dual_clip))
-    return PfldProgram(data, [seed], [{**params, "sampling_rate": q}], [releases],
-                       device=DEVICE)
+    planned = {"sampling_rate": q, "steps": epochs * per_epoch, "steps_per_epoch": per_epoch}
+    return PfldProgram(data, [seed], [{**params, **planned}], [releases], device=DEVICE)
 
 
 def test_pfld_primal_step_is_the_lagrangian_gradient_step():

@@ -1,9 +1,11 @@
-"""What every method declares: a name, its parameters, its privacy event and a batched fit.
+"""What every method declares: a name, its parameters, a pure privacy plan and a batched program.
 
 Following benchopt's solvers, a method is a small class with a ``name``, a ``parameters`` dict of
-defaults (any of which an experiment may sweep) and a ``fit`` that trains R runs (seeds x grid
-points) as one batched program. Methods never read globals: everything comes in through
-:class:`RunSpec` and the prepared dataset.
+defaults (any of which an experiment may sweep), a :meth:`Method.plan` per run and a
+:meth:`Method.program` that trains R runs (seeds x grid points) as one batched program. One
+driver, :meth:`Method.fit`, runs every method's program (progress bar, monitor, result); the
+non-private twin of a method is derived from it (:func:`nonprivate_twin`). Methods never read
+globals: everything comes in through :class:`RunSpec` and the prepared dataset.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from dpminimax.algorithms.params import Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
@@ -84,6 +87,23 @@ class RunPlan:
 #: Called after every training step with (steps done, batched model, state of all runs).
 Monitor = Callable[[int, Any, dict[str, torch.Tensor]], None]
 
+T = TypeVar("T")
+
+
+class Program(Protocol):
+    """R runs of one method as one batched program: :meth:`step` advances every run by one
+    step (a run that has taken its planned steps stays as it is); ``state`` is what the runs
+    output (leading run axis) and ``model`` the batched model that reads it."""
+
+    model: Any
+    #: The number of :meth:`step` calls that train every run to its end.
+    steps: int
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]: ...
+
+    def step(self) -> None: ...
+
 
 class UnknownParameterError(ParameterError):
     """An experiment set a parameter the method does not have."""
@@ -107,6 +127,11 @@ class Method(ABC):
     #: Whether training reads the sensitive attribute (fair-learning methods do; DP-SGD only
     #: evaluates fairness).
     uses_sensitive_attribute: ClassVar[bool] = True
+    #: Parameters held at these values whatever an experiment says (a non-private twin's: no
+    #: noise, no clipping; see :func:`nonprivate_twin`).
+    fixed: ClassVar[dict[str, Any]] = {}
+    #: The name of the method's non-private twin (set by :func:`nonprivate_twin`).
+    twin: ClassVar[str | None] = None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overridden by ``params``; an unknown name or a value its check refuses
@@ -118,7 +143,19 @@ class Method(ABC):
                 f"known: {sorted(self.parameters)}"
             )
         check_values(self.name, params, self.checks)
-        return {**self.parameters, **params}
+        return {**self.parameters, **params, **self.fixed}
+
+    def calibrate(self, run: RunSpec, private: Callable[[], T], nonprivate: T) -> T:
+        """What a plan calibrates to the run's (epsilon, delta): ``private()`` for a private
+        method (its epsilon must be finite), ``nonprivate`` (no noise) for a non-private one
+        (its epsilon must be inf)."""
+        if self.private and is_non_private(run.epsilon):
+            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
+                             f"{self.twin!r}")
+        if not self.private and not is_non_private(run.epsilon):
+            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
+                             f"got {run.epsilon:g}")
+        return private() if self.private else nonprivate
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Check, without training, that ``runs`` can be planned on ``data``: the error
@@ -139,10 +176,11 @@ class Method(ABC):
     def plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]
                   ) -> tuple[list[dict[str, Any]], dict[str, Any], list[RunPlan]]:
         """The start of every fit: ``(resolved params, shared values, plans)`` of ``runs`` on
-        ``data``, each run's planned values (steps, noise multipliers...) added to its
-        params."""
+        ``data`` (refused by :meth:`check_data` first), each run's planned values (steps,
+        noise multipliers...) added to its params."""
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, self.shared_parameters, self.name)
+        self.check_data(data, shared)
         plans = [self.plan(run, len(data.y_train), data) for run in runs]
         for params, plan in zip(resolved, plans, strict=True):
             params.update(plan.values)
@@ -153,12 +191,57 @@ class Method(ABC):
         """Method-specific metrics per run (for example constraint satisfaction); none here."""
         return [{} for _ in fit.runs]
 
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
+        """Refuse data the method cannot train on with the job's ``shared`` values (labels,
+        kinds, groups, model), naming what it found; every dataset by default."""
+        return None
+
     @abstractmethod
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> Program:
+        """The batched program of ``runs`` (:meth:`plan_runs` gave ``resolved``, ``shared``
+        and ``plans``): every noise it adds is one of the plans' releases."""
+
     def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
             monitor: Monitor | None = None) -> FitResult:
-        """Train all ``runs`` as one batched program and return their states;
-        ``monitor(step, model, state)`` (if given) is called after every step (the tuning
-        protocol keeps its checkpoints so, for every method)."""
+        """The driver: plan ``runs``, build their program and step it to the end with a
+        progress bar; ``monitor(step, model, state)`` (if given) is called after every step
+        (the tuning protocol keeps its checkpoints so, and the workflow's finite guard stops a
+        diverged run there). The accounting records are the plans'."""
+        resolved, shared, plans = self.plan_runs(data, runs)
+        program = self.program(data, runs, resolved, shared, plans, device)
+        for step in tqdm(range(1, program.steps + 1), desc=f"{self.name} x{len(runs)} runs",
+                         mininterval=5.0, leave=False):
+            program.step()
+            if monitor is not None:
+                monitor(step, program.model, program.state)
+        return FitResult(program.model, program.state, list(runs),
+                         [dict(plan.record) for plan in plans], resolved)
+
+
+M = TypeVar("M", bound=Method)
+
+
+def nonprivate_twin(private: type[M], class_name: str, *, name: str, label: str, doc: str,
+                    fixed: Mapping[str, Any], kept: Mapping[str, Any] | None = None
+                    ) -> type[M]:
+    """The non-private twin of ``private`` (issue #17): the same plan and program with the
+    privacy parameters held at ``fixed`` (no noise, no clipping), so the two differ only in
+    privacy; its plan's calibrations give their non-private values (:meth:`Method.calibrate`)
+    and its epsilon must be inf. ``kept`` are privacy parameters the twin still exposes, with
+    their twin defaults (RaCO-DP's clip, for its clipping-bias study)."""
+    kept = dict(kept or {})
+    parameters = {key: value for key, value in private.parameters.items()
+                  if key not in fixed} | kept
+    twin = type(class_name, (private,), {
+        "__doc__": doc, "__module__": private.__module__, "__qualname__": class_name,
+        "name": name, "label": label, "private": False, "parameters": parameters,
+        "fixed": {**private.fixed, **fixed},
+        "checks": {key: check for key, check in private.checks.items() if key in parameters},
+    })
+    private.twin = name
+    return twin
 
 
 def require_tabular(data: PreparedDataset, method: str) -> None:

@@ -17,15 +17,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
-from tqdm.auto import tqdm
 
-from dpminimax.algorithms.base import (
-    FitResult,
-    Method,
-    Monitor,
-    RunPlan,
-    RunSpec,
-)
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.noisy_sgd import NoisySgd
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -38,8 +31,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.models.batched import BatchedLogisticRegression
-from dpminimax.models.network import BatchedNetwork, batched_model
+from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
 
@@ -74,35 +66,27 @@ class DpSgd(Method):
         params = self.resolve(run.params)
         q = min(1.0, params["batch_size"] / n)
         steps = math.ceil(params["epochs"] / q)
-        sigma = self.noise_multiplier(q, steps, run, params["accountant"])
+        sigma = self.calibrate(
+            run, lambda: calibrated_sigma(q, steps, run.epsilon, run.delta,
+                                          params["accountant"]), 0.0)
         releases = gradient_rounds(q, steps, Release("gradient", "gaussian", sigma,
-                                                     self.clip_norm(params)))
+                                                     float(params["clip"])))
         return RunPlan.account(releases, {"noise_multiplier": sigma, "sampling_rate": q,
                                           "steps": steps}, run.delta, params["accountant"])
 
-    def noise_multiplier(self, q: float, steps: int, run: RunSpec, accountant: str) -> float:
-        """sigma calibrated so that T steps at rate q are (epsilon, delta)-DP."""
-        return calibrated_sigma(q, steps, run.epsilon, run.delta, accountant)
-
-    def clip_norm(self, params: dict[str, Any]) -> float:
-        return float(params["clip"])
-
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
-            monitor: Monitor | None = None) -> FitResult:
-        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
-        after every step."""
-        resolved, shared, plans = self.plan_runs(data, runs)
-        q, steps = resolved[0]["sampling_rate"], resolved[0]["steps"]
-
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> NoisySgd:
+        """:class:`~dpminimax.algorithms.noisy_sgd.NoisySgd` over the job's model."""
         model = batched_model(data, shared["model"],
                               num_classes=1 if data.kind == "tabular" else len(data.label_names))
-        lr = torch.tensor([p["lr"] for p in resolved], device=device)
-        release = BatchedRelease([plan.release("gradient") for plan in plans], device)
-        state = train_noisy_sgd(
-            model, data, runs, lr=lr, release=release, q=q, steps=steps,
-            device=device, description=f"{self.name} x{len(runs)} runs", monitor=monitor,
+        return NoisySgd(
+            model, training_rows(data, device), torch.as_tensor(data.y_train, device=device),
+            [run.seed for run in runs],
+            lr=torch.tensor([p["lr"] for p in resolved], device=device),
+            release=BatchedRelease([plan.release("gradient") for plan in plans], device),
+            q=resolved[0]["sampling_rate"], steps=resolved[0]["steps"],
         )
-        return FitResult(model, state, list(runs), [plan.record for plan in plans], resolved)
 
 
 def gradient_rounds(q: float, steps: int, gradient: Release) -> Batch:
@@ -121,55 +105,7 @@ def calibrated_sigma(q: float, steps: int, epsilon: float, delta: float,
         epsilon, delta, accountant)
 
 
-class NonPrivateSgd(DpSgd):
-    """Mini-batch SGD with Poisson batches and no clipping or noise (epsilon = inf)."""
-
-    name: ClassVar[str] = "nonprivate"
-    label: ClassVar[str] = "Non-private SGD"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        "lr": 1.0,
-        "batch_size": 1024,
-        "epochs": 20,
-        "accountant": "rdp",
-        "model": "logistic_regression",
-    }
-    shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
-
-    def noise_multiplier(self, q: float, steps: int, run: RunSpec, accountant: str) -> float:
-        if not math.isinf(run.epsilon):
-            raise ValueError(
-                f"method 'nonprivate' trains without privacy; its epsilon must be 'inf', "
-                f"got {run.epsilon}"
-            )
-        return 0.0
-
-    def clip_norm(self, params: dict[str, Any]) -> float:
-        return math.inf
-
-
-def train_noisy_sgd(
-    model: BatchedLogisticRegression | BatchedNetwork,
-    data: PreparedDataset,
-    runs: Sequence[RunSpec],
-    *,
-    lr: torch.Tensor,
-    release: BatchedRelease,
-    q: float,
-    steps: int,
-    device: torch.device,
-    description: str,
-    monitor: Monitor | None = None,
-) -> dict[str, torch.Tensor]:
-    """``steps`` steps of :class:`~dpminimax.algorithms.noisy_sgd.NoisySgd` with a progress bar
-    (and ``monitor`` after each)."""
-    program = NoisySgd(
-        model, training_rows(data, device),
-        torch.as_tensor(data.y_train, device=device), [run.seed for run in runs],
-        lr=lr, release=release, q=q,
-    )
-    for step in tqdm(range(1, steps + 1), desc=description, mininterval=5.0, leave=False):
-        program.step()
-        if monitor is not None:
-            monitor(step, model, program.state)
-    return program.state
+NonPrivateSgd = nonprivate_twin(
+    DpSgd, "NonPrivateSgd", name="nonprivate", label="Non-private SGD",
+    doc="Mini-batch SGD with Poisson batches and no clipping or noise (epsilon = inf).",
+    fixed={"clip": math.inf})

@@ -71,16 +71,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy.stats import binom
-from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
-    FitResult,
     Method,
-    Monitor,
     RunPlan,
     RunSpec,
+    nonprivate_twin,
     require_binary_labels,
-    shared_values,
 )
 from dpminimax.algorithms.dpfermi_compiled import (
     CLIP_EXAMPLE,
@@ -219,58 +216,37 @@ class DpFermi(Method):
         "privacy": one_of("example", "sensitive_attribute"), "code_faithful": FLAG,
         "accountant": ACCOUNTANT, "model": MODEL}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
-    privacy_modes: ClassVar[tuple[str, ...]] = ("example", "sensitive_attribute")
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
-            monitor: Monitor | None = None) -> FitResult:
-        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
-        after every step."""
-        program, batches, plans, resolved, schedule = self.build(data, runs, device)
-        for step, (index, mask, divisor) in enumerate(tqdm(
-                batches, total=schedule.steps, desc=f"{self.name} x{len(runs)} runs",
-                mininterval=5.0, leave=False)):
-            program.step(index, mask, divisor)
-            if monitor is not None:
-                monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs),
-                         [plan.record for plan in plans], resolved)
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> FermiProgram:
+        """:class:`FermiProgram` on the job's batch schedule (Poisson or, code v1, shuffled)."""
+        schedule = Schedule.create(len(data.y_train), int(shared["batch_size"]),
+                                   int(shared["epochs"]), bool(shared["code_faithful"]))
+        return FermiProgram(data, [run.seed for run in runs], resolved, plans,
+                            group_counts(data, shared["fairness"]), schedule,
+                            privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
+                            device=device)
 
     def build(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device):
         """``(program, batches, plans, resolved params, schedule)`` of ``runs``: the batched
-        program, its iterator of ``(index, mask, divisor)`` batches and every run's privacy plan
-        (:meth:`fit` runs them; the Table 2 benchmark times single steps)."""
-        resolved, shared, schedule, counts, plans = self._plan_runs(data, runs)
-        program = FermiProgram(data, [run.seed for run in runs], resolved, plans, counts,
-                               privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
-                               device=device)
-        sampling = [make_generator(run.seed, "shuffle" if schedule.q is None else "poisson",
-                                   device) for run in runs]
-        return program, schedule.batches(sampling, device), plans, resolved, schedule
+        program, its iterator of ``(index, mask, divisor)`` batches (what :meth:`FermiProgram.
+        step` draws from) and every run's privacy plan, for tests and the Table 2 benchmark
+        that time or inspect single steps."""
+        resolved, shared, plans = self.plan_runs(data, runs)
+        program = self.program(data, runs, resolved, shared, plans, device)
+        return program, program.batches, plans, resolved, program.schedule
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's noise on ``data`` (raises where the plan is infeasible)."""
-        self._plan_runs(data, runs)
+        self.plan_runs(data, runs)
 
-    def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
-        """``(resolved params, shared values, schedule, group counts, privacy plans)``."""
-        resolved = [self.resolve(run.params) for run in runs]
-        shared = shared_values(resolved, SHARED, self.name)
-        self._check(shared, data)
-        n = len(data.y_train)
-        schedule = Schedule.create(n, int(shared["batch_size"]), int(shared["epochs"]),
-                                   bool(shared["code_faithful"]))
-        counts = group_counts(data, shared["fairness"])
-        plans = [self.plan(run, n, data) for run in runs]
-        for params, plan in zip(resolved, plans, strict=True):
-            params.update(plan.values)
-        return resolved, shared, schedule, counts, plans
-
-    def _check(self, shared: dict[str, Any], data: PreparedDataset) -> None:
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         """What the privacy modes need of the data and the model (:meth:`plan` checks the
         modes themselves)."""
-        if shared["code_faithful"]:
+        if shared.get("code_faithful"):
             require_binary_labels(data, f"{self.name} (code_faithful)")
-        if shared["privacy"] == "sensitive_attribute" and (
+        if shared.get("privacy") == "sensitive_attribute" and (
                 shared["model"] != "logistic_regression" or data.kind != "tabular"):
             raise ValueError(
                 f"method {self.name!r}: privacy='sensitive_attribute' (Thm. 3.3) clips the "
@@ -278,12 +254,7 @@ class DpFermi(Method):
                 "tabular data only; use privacy='example' (method 'dpfermi') for networks")
 
     def _check_modes(self, params: dict[str, Any]) -> None:
-        """The run's fairness notion and privacy mode are ones this method has."""
-        if params["fairness"] not in FAIRNESS:
-            raise ValueError(f"fairness must be one of {FAIRNESS}, got {params['fairness']!r}")
-        if params["privacy"] not in self.privacy_modes:
-            raise ValueError(f"method {self.name!r}: privacy must be one of "
-                             f"{self.privacy_modes}, got {params['privacy']!r}")
+        """Code v1 runs only under the paper's sensitive-attribute claim."""
         if params["code_faithful"] and params["privacy"] != "sensitive_attribute":
             raise ValueError(
                 "code_faithful=True reproduces the released DP-FERMI code (whole-batch theta "
@@ -294,8 +265,9 @@ class DpFermi(Method):
         """The releases of ``run`` on ``n`` training rows (:func:`fermi_releases`) and its
         record. Example mode: the counts with noise ``count_noise``, then T Poisson(q) rounds
         of the clipped theta and W sums with one sigma calibrated so that the event DERIVED
-        from these releases is (epsilon, delta)-DP. Sensitive-attribute mode needs ``data``
-        (rho from its group counts): see :meth:`_paper_plan`."""
+        from these releases is (epsilon, delta)-DP (the non-private twin: no noise, exact P_S,
+        unclipped sums). Sensitive-attribute mode needs ``data`` (rho from its group counts):
+        see :meth:`_paper_plan`."""
         params = self.resolve(run.params)
         self._check_modes(params)
         schedule = Schedule.create(n, int(params["batch_size"]), int(params["epochs"]),
@@ -306,9 +278,21 @@ class DpFermi(Method):
                                  "training set's group counts: pass its data (dpminimax account: "
                                  "--data DIR)")
             return self._paper_plan(run, params, data, schedule)
-        if math.isinf(run.epsilon):
-            raise ValueError(f"method {self.name!r} needs a finite epsilon in example mode; "
-                             f"use 'fermi_nonprivate' for epsilon = inf")
+        q, steps = schedule.q, schedule.steps
+        count_noise, sigma = self.calibrate(
+            run, lambda: self._example_noise(run, params, schedule), (0.0, 0.0))
+        releases = example_releases(q, steps, count_noise, sigma, float(params["clip"]),
+                                    float(params["clip_w"]))
+        return RunPlan.account(
+            releases, {"steps": steps, "sampling_rate": q, "noise_multiplier": sigma},
+            run.delta, params["accountant"], notion=EXAMPLE_NOTION, noise_multiplier=sigma,
+            count_noise=count_noise, sampling="poisson", sampling_rate=q, steps=steps)
+
+    @staticmethod
+    def _example_noise(run: RunSpec, params: dict[str, Any], schedule: Schedule
+                       ) -> tuple[float, float]:
+        """``(count_noise, sigma)`` of example mode: the counts' noise as set, the gradients'
+        sigma calibrated so that the whole run meets the target."""
         count_noise, accountant = float(params["count_noise"]), params["accountant"]
         if not count_noise > 0:
             raise ValueError(f"count_noise must be > 0 in example mode, got {count_noise}")
@@ -318,14 +302,8 @@ class DpFermi(Method):
             raise ValueError(
                 f"the group-count release alone (count_noise={count_noise}) has epsilon "
                 f"{count_epsilon:.4g} >= target {run.epsilon}; increase count_noise")
-        q, steps = schedule.q, schedule.steps
-        sigma = _calibrated_sigma(q, steps, count_noise, run.epsilon, run.delta, accountant)
-        releases = example_releases(q, steps, count_noise, sigma, float(params["clip"]),
-                                    float(params["clip_w"]))
-        return RunPlan.account(
-            releases, {"steps": steps, "sampling_rate": q, "noise_multiplier": sigma},
-            run.delta, accountant, notion=EXAMPLE_NOTION, noise_multiplier=sigma,
-            count_noise=count_noise, sampling="poisson", sampling_rate=q, steps=steps)
+        return count_noise, _calibrated_sigma(schedule.q, schedule.steps, count_noise,
+                                              run.epsilon, run.delta, accountant)
 
     def _paper_plan(self, run: RunSpec, params: dict[str, Any], data: PreparedDataset,
                     schedule: Schedule) -> RunPlan:
@@ -415,36 +393,12 @@ class DpFermiCode(DpFermi):
                                             "code_faithful": True}
 
 
-class NonPrivateFermi(DpFermi):
-    """The same descent-ascent without clipping or noise (exact P_S, Poisson batches, W0 = 0);
-    epsilon must be inf."""
-
-    name: ClassVar[str] = "fermi_nonprivate"
-    label: ClassVar[str] = "Non-private FERMI"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        key: value for key, value in DpFermi.parameters.items()
-        if key not in ("clip", "clip_w", "count_noise", "privacy", "code_faithful", "accountant")
-    }
-    privacy_modes: ClassVar[tuple[str, ...]] = ("none",)
-
-    def resolve(self, params):
-        resolved = super().resolve(params)
-        resolved.update(clip=math.inf, clip_w=math.inf, count_noise=0.0, privacy="none",
-                        code_faithful=False, accountant="rdp")
-        return resolved
-
-    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """Example mode's releases with no noise (exact P_S, unclipped sums): not private."""
-        if not math.isinf(run.epsilon):
-            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf'")
-        params = self.resolve(run.params)
-        self._check_modes(params)
-        schedule = Schedule.create(n, int(params["batch_size"]), int(params["epochs"]), False)
-        releases = example_releases(schedule.q, schedule.steps, 0.0, 0.0, params["clip"],
-                                    params["clip_w"])
-        return RunPlan.account(releases, {"steps": schedule.steps,
-                                          "sampling_rate": schedule.q}, run.delta)
+NonPrivateFermi = nonprivate_twin(
+    DpFermi, "NonPrivateFermi", name="fermi_nonprivate", label="Non-private FERMI",
+    doc="The same descent-ascent without clipping or noise (exact P_S, Poisson batches, "
+        "W0 = 0); epsilon must be inf.",
+    fixed={"clip": math.inf, "clip_w": math.inf, "count_noise": 0.0, "privacy": "none",
+           "code_faithful": False, "accountant": "rdp"})
 
 
 def membership_visible_epsilon(theta: Release, w: Release, schedule: Schedule, delta: float,
@@ -551,8 +505,13 @@ class FermiProgram:
 
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[RunPlan], counts: np.ndarray,
-                 *, privacy: str, faithful: bool, device: torch.device) -> None:
+                 schedule: Schedule, *, privacy: str, faithful: bool,
+                 device: torch.device) -> None:
         runs = len(seeds)
+        self.schedule, self.steps = schedule, schedule.steps
+        self.batches = schedule.batches(
+            [make_generator(seed, "shuffle" if schedule.q is None else "poisson", device)
+             for seed in seeds], device)
         self.privacy, self.faithful = privacy, faithful
         self.eo = params[0]["fairness"] == "equalized_odds"
         self.classes = max(2, len(data.label_names))
@@ -617,7 +576,11 @@ class FermiProgram:
         norms = torch.linalg.vector_norm(w, dim=(-2, -1))
         return w * clip_factors(norms, self.radius).unsqueeze(-1).unsqueeze(-1)
 
-    def step(self, index: torch.Tensor, mask: torch.Tensor, divisor: float) -> None:
+    def step(self) -> None:
+        """Alg. 1 lines 4-6 on the schedule's next batch."""
+        self.step_on(*next(self.batches))
+
+    def step_on(self, index: torch.Tensor, mask: torch.Tensor, divisor: float) -> None:
         """Alg. 1 lines 4-6 on the batch ``index`` (R, B) / ``mask``: the theta residuals from
         this forward pass (:meth:`_residual`), the (clipped) W weights, then both updates from
         (theta_t, W_t); ``divisor`` turns sums into averages."""

@@ -67,15 +67,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
-    FitResult,
     Method,
-    Monitor,
     RunPlan,
     RunSpec,
-    is_non_private,
+    nonprivate_twin,
     require_binary_labels,
 )
 from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
@@ -245,21 +242,16 @@ class Jagielski2019(Method):
         "auditor_noise_ratio": POSITIVE, "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
-            monitor: Monitor | None = None) -> FitResult:
-        """Play every round; ``monitor(round, model, state)`` (if given) is called after each
-        round with the mixture of the iterates so far (the model the method outputs)."""
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         require_binary_labels(data, self.name)
-        resolved, shared, plans = self.plan_runs(data, runs)
-        program = JagielskiProgram(data, [run.seed for run in runs], resolved,
-                                   [plan.releases for plan in plans], device=device)
-        for done in tqdm(range(1, int(shared["rounds"]) + 1),
-                         desc=f"{self.name} x{len(runs)} runs", mininterval=5.0, leave=False):
-            program.play_round()
-            if monitor is not None:
-                monitor(done, program.model, program.output_state())
-        return FitResult(program.model, program.output_state(), list(runs),
-                         [dict(plan.record) for plan in plans], resolved)
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> JagielskiProgram:
+        """:class:`JagielskiProgram`: one step is one round of the game, and its state is the
+        mixture of the iterates so far (the model the method outputs)."""
+        return JagielskiProgram(data, [run.seed for run in runs], resolved,
+                                [plan.releases for plan in plans], device=device)
 
     def plan(self, run: RunSpec, n: int,
              data: PreparedDataset | None = None) -> RunPlan:
@@ -270,49 +262,28 @@ class Jagielski2019(Method):
             if int(params[name]) < 1:
                 raise ValueError(f"method {self.name!r}: {name} must be >= 1, got {params[name]}")
         q = min(1.0, params["batch_size"] / n)
-        sigma = self.noise_multiplier(q, params, run)
+        sigma = self.calibrate(run, lambda: calibrated_sigma(
+            q, (float(params["auditor_noise_ratio"]), float(params["count_noise_ratio"])),
+            int(params["oracle_steps"]), int(params["rounds"]), run.epsilon, run.delta,
+            params["accountant"]), 0.0)
         return RunPlan.account(jagielski_releases(q, sigma, params),
                                {"noise_multiplier": sigma, "sampling_rate": q}, run.delta,
                                params["accountant"])
 
-    def noise_multiplier(self, q: float, params: dict[str, Any], run: RunSpec) -> float:
-        """sigma such that the whole run is (epsilon, delta)-DP (:func:`calibrated_sigma`)."""
-        if is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
-                             f"{Jagielski2019NonPrivate.name!r}")
-        return calibrated_sigma(q, (float(params["auditor_noise_ratio"]),
-                                    float(params["count_noise_ratio"])),
-                                int(params["oracle_steps"]), int(params["rounds"]), run.epsilon,
-                                run.delta, params["accountant"])
 
-
-class Jagielski2019NonPrivate(Jagielski2019):
-    """The same game without privacy (epsilon = inf): exact counts and cell sums, no clipping,
-    no noise (Agarwal et al. 2018 with the SGD oracle)."""
-
-    name: ClassVar[str] = "jagielski2019_nonprivate"
-    label: ClassVar[str] = "Agarwal et al. 2018 reductions (non-private, SGD oracle)"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        key: value for key, value in Jagielski2019.parameters.items()
-        if key not in ("clip", "auditor_noise_ratio", "count_noise_ratio")
-    }
-
-    def resolve(self, params):
-        resolved = super().resolve(params)
-        resolved.update(clip=math.inf, auditor_noise_ratio=0.0, count_noise_ratio=0.0)
-        return resolved
-
-    def noise_multiplier(self, q, params, run) -> float:
-        if not is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
-                             f"got {run.epsilon}")
-        return 0.0
+Jagielski2019NonPrivate = nonprivate_twin(
+    Jagielski2019, "Jagielski2019NonPrivate", name="jagielski2019_nonprivate",
+    label="Agarwal et al. 2018 reductions (non-private, SGD oracle)",
+    doc="The same game without privacy (epsilon = inf): exact counts and cell sums, no "
+        "clipping, no noise (Agarwal et al. 2018 with the SGD oracle).",
+    fixed={"clip": math.inf, "auditor_noise_ratio": 0.0, "count_noise_ratio": 0.0})
 
 
 class JagielskiProgram:
     """State (oracle parameters, theta, iterates) and per-run random streams of R runs;
-    :meth:`play_round` is one round of the game (steps 1-3 of the module docstring).
+    :meth:`step` is one round of the game (steps 1-3 of the module docstring); ``oracle`` holds
+    the learner's current parameters and ``state`` the method's output, the mixture of the
+    iterates so far.
 
     Run r makes the releases ``releases[r]`` (:func:`jagielski_releases`: the noise of the
     counts, the oracle's gradients and the auditor's sums, the clip) with ``params[r]`` (the
@@ -350,12 +321,13 @@ class JagielskiProgram:
         exact = self.cell_indicator.sum(dim=0).expand(runs, -1).contiguous()
         counts = count_release.perturb(exact, [make_generator(s, "counts", device) for s in seeds])
         self.counts = torch.clamp(counts, min=1.0)                  # post-processing
-        self.state = {"weight": torch.zeros(runs, 1, self.x.shape[1], device=device),
-                      "bias": torch.zeros(runs, 1, device=device)}
+        self.steps = int(params[0]["rounds"])
+        self.oracle = {"weight": torch.zeros(runs, 1, self.x.shape[1], device=device),
+                       "bias": torch.zeros(runs, 1, device=device)}
         self.theta = torch.zeros(runs, 4 * groups, device=device)
         self.iterates: list[dict[str, torch.Tensor]] = []
 
-    def play_round(self) -> None:
+    def step(self) -> None:
         """Learner's oracle steps on lambda_t, the auditor's noisy violations of the new iterate,
         then the exponentiated-gradient step of theta."""
         delta = cell_costs(multipliers(self.theta, self.bound), self.counts, self.n)
@@ -364,7 +336,7 @@ class JagielskiProgram:
         labels = (delta < 0).to(delta.dtype)
         for _ in range(self.oracle_steps):
             self.oracle_step(weights, labels)
-        self.iterates.append({k: v[:, 0].clone() for k, v in self.state.items()})
+        self.iterates.append({k: v[:, 0].clone() for k, v in self.oracle.items()})
         self.theta = self.theta + self.eg_lr.view(-1, 1) * violations(
             self.noisy_cell_sums(), self.counts, self.tolerance)
 
@@ -374,19 +346,20 @@ class JagielskiProgram:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.x.device)
         x, cells = self.rows.gather(index), batch_values(self.cells, index)
         residual = weights.gather(1, cells).unsqueeze(-1) * linear_residuals(
-            self.state["weight"], self.state["bias"], x, labels.gather(1, cells))
-        private_linear_step(self.state, residual, x, mask, release=self.gradient,
+            self.oracle["weight"], self.oracle["bias"], x, labels.gather(1, cells))
+        private_linear_step(self.oracle, residual, x, mask, release=self.gradient,
                             generators=self.noise, step_size=self.step_size)
 
     def noisy_cell_sums(self) -> torch.Tensor:
         """``sum_{i in cell} h_t(x_i) + N(0, s_a^2)`` (R, 2k) over the whole training set (exact
         integer sums: 0/1 products summed in float32 below 2^24)."""
         shared = self.x.unsqueeze(0).expand(len(self.seeds), -1, -1)
-        hard = (linear_logits(self.state["weight"], self.state["bias"], shared)[..., 0] > 0)
+        hard = (linear_logits(self.oracle["weight"], self.oracle["bias"], shared)[..., 0] > 0)
         return self.auditor.perturb(hard.to(self.x.dtype) @ self.cell_indicator,
                                     self.auditor_noise)
 
-    def output_state(self) -> dict[str, torch.Tensor]:
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
         """The mixture's state: iterates (R, T, d), biases (R, T) and the run seeds."""
         return {"weight": torch.stack([it["weight"] for it in self.iterates], dim=1),
                 "bias": torch.stack([it["bias"] for it in self.iterates], dim=1),

@@ -5,7 +5,8 @@ gradient release's noise N(0, (sigma_r C_r)^2 I) and takes a gradient step scale
 lr_r / (expected batch size qn). Run r draws
 its batches from the generator ``(seed_r, "poisson")`` and its noise from ``(seed_r, "noise")``:
 trained alone or among others it draws the same numbers. With C = inf and std = 0 this is plain
-mini-batch SGD on Poisson batches. The training loop and the kernel benchmark both use it.
+mini-batch SGD on Poisson batches. DP-SGD's program (``steps`` is its planned step count) and
+the kernel benchmark both use it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class NoisySgd:
         lr: torch.Tensor,
         release: BatchedRelease,
         q: float,
+        steps: int,
     ) -> None:
         device = y.device
         self.model = model
@@ -41,6 +43,7 @@ class NoisySgd:
         self.y = y
         self.n = len(y)
         self.q = q
+        self.steps = steps
         self.release = release
         self.state = model.init_state(len(seeds), device, seeds)
         self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]

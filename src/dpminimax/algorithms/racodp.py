@@ -36,15 +36,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from dpminimax.algorithms.base import (
-    FitResult,
-    Method,
-    Monitor,
-    RunPlan,
-    RunSpec,
-)
+from dpminimax.algorithms.base import FitResult, Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     CLIP,
@@ -151,40 +144,30 @@ class RacoDp(Method):
 
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec],
-            device: torch.device, monitor: Monitor | None = None) -> FitResult:
-        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
-        after every step, for example to keep the checkpoint the tuning protocol selects."""
-        model, resolved, plans = self._plan_runs(data, runs)
-        constraints = [self.constraint_set(p, data) for p in resolved]
-        program = RacoDpProgram(model, data, constraints, [run.seed for run in runs], resolved,
-                                [plan.releases for plan in plans], device=device)
-        total = max(p["steps"] for p in resolved)
-        for step in tqdm(range(total), desc=f"{self.name} x{len(runs)} runs", mininterval=5.0,
-                         leave=False):
-            program.step()
-            if monitor is not None:
-                monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs),
-                         [dict(plan.record) for plan in plans], resolved)
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
+        """The model must suit the data (refused before any planning)."""
+        batched_model(data, shared["model"], num_classes=2)
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> RacoDpProgram:
+        """:class:`RacoDpProgram` with every run's constraints and releases."""
+        return RacoDpProgram(batched_model(data, shared["model"], num_classes=2), data,
+                             [self.constraint_set(p, data) for p in resolved],
+                             [run.seed for run in runs], resolved,
+                             [plan.releases for plan in plans], device=device)
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's step count on ``data`` (raises where one step exceeds the target)."""
-        self._plan_runs(data, runs)
-
-    def _plan_runs(self, data: PreparedDataset, runs: Sequence[RunSpec]):
-        """``(batched model, resolved params with sampling_rate and steps, run plans)``."""
-        # refuses a bad model / data pairing before any planning
-        model = batched_model(data, self.resolve(runs[0].params)["model"], num_classes=2)
-        resolved, _, plans = self.plan_runs(data, runs)
-        return model, resolved, plans
+        self.plan_runs(data, runs)
 
     def plan(self, run: RunSpec, n: int,
              data: PreparedDataset | None = None) -> RunPlan:
         """The run's releases for its largest step count within its target."""
         params = self.resolve(run.params)
         q, mechanism = self.privacy_plan(params, n)
-        steps = self.steps(q, mechanism, run, params)
+        steps = self.calibrate(run, lambda: self.steps(q, mechanism, run, params),
+                               int(params["max_steps"]))
         return self.account(racodp_releases(q, mechanism, params["clip"], steps), run,
                             params["accountant"])
 
@@ -242,32 +225,15 @@ class RacoDp(Method):
                                              discrete=True))
 
 
-class NonPrivateSgda(RacoDp):
-    """The same descent-ascent without noise (the paper's non-private SGDA reference): exact
-    histogram, sigma = 0, ``max_steps`` steps, epsilon = inf, and no clipping (``clip`` = inf,
-    the default). A finite ``clip`` is RaCO-DP with sigma = 0 and b = inf, the clipping-bias
-    study of Fig. 8a (App. E.6)."""
-
-    name: ClassVar[str] = "sgda_nonprivate"
-    label: ClassVar[str] = "Non-private SGDA"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        **{key: value for key, value in RacoDp.parameters.items()
-           if key not in ("noise_multiplier", "histogram_scale", "histogram_noise",
-                          "accountant")},
-        "clip": math.inf,
-    }
-
-    def resolve(self, params):
-        resolved = super().resolve(params)
-        resolved.update(noise_multiplier=0.0, histogram_scale=0.0, histogram_noise="laplace",
-                        accountant="rdp")
-        return resolved
-
-    def steps(self, q: float, mechanism: tuple, run: RunSpec, shared: dict[str, Any]) -> int:
-        if not math.isinf(run.epsilon):
-            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf'")
-        return int(shared["max_steps"])
+NonPrivateSgda = nonprivate_twin(
+    RacoDp, "NonPrivateSgda", name="sgda_nonprivate", label="Non-private SGDA",
+    doc="The same descent-ascent without noise (the paper's non-private SGDA reference): exact "
+        "histogram, sigma = 0, max_steps steps, epsilon = inf, and no clipping (clip = inf, the "
+        "default). A finite clip is RaCO-DP with sigma = 0 and b = inf, the clipping-bias study "
+        "of Fig. 8a (App. E.6).",
+    fixed={"noise_multiplier": 0.0, "histogram_scale": 0.0, "histogram_noise": "laplace",
+           "accountant": "rdp"},
+    kept={"clip": math.inf})
 
 
 class RacoDpProgram:
@@ -295,6 +261,7 @@ class RacoDpProgram:
                                   device=device)
         self.total_steps = torch.tensor([batch.count for batch in releases], device=device)
         self.fewest_steps = int(self.total_steps.min())
+        self.steps = int(self.total_steps.max())
         self.steps_done = 0
         self.constraints = first  # runs of a job share the constraints up to their slack
         self.slack = torch.stack([torch.tensor(c.slack, dtype=torch.float32)

@@ -56,15 +56,12 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
-from tqdm.auto import tqdm
 
 from dpminimax.algorithms.base import (
-    FitResult,
     Method,
-    Monitor,
     RunPlan,
     RunSpec,
-    is_non_private,
+    nonprivate_twin,
     require_binary_labels,
 )
 from dpminimax.algorithms.group_stats import GroupCells, cell_gap_weights, rate_gaps
@@ -148,21 +145,14 @@ class Tran2021a(Method):
         "epochs": POSITIVE, "histogram_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
-            monitor: Monitor | None = None) -> FitResult:
-        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
-        after every step."""
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         require_binary(data, self.name)
-        resolved, _, plans = self.plan_runs(data, runs)
-        program = Tran2021aProgram(data, [run.seed for run in runs], resolved,
-                                   [plan.releases for plan in plans], device=device)
-        for step in tqdm(range(resolved[0]["steps"]), desc=f"{self.name} x{len(runs)} runs",
-                         mininterval=5.0, leave=False):
-            program.step()
-            if monitor is not None:
-                monitor(step + 1, program.model, program.state)
-        return FitResult(program.model, program.state, list(runs),
-                         [dict(plan.record) for plan in plans], resolved)
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> Tran2021aProgram:
+        return Tran2021aProgram(data, [run.seed for run in runs], resolved,
+                                [plan.releases for plan in plans], device=device)
 
     def plan(self, run: RunSpec, n: int,
              data: PreparedDataset | None = None) -> RunPlan:
@@ -173,7 +163,8 @@ class Tran2021a(Method):
         q = min(1.0, int(params["batch_size"]) / n)
         steps = math.ceil(int(params["epochs"]) / q)
         ratio = float(params["histogram_noise_ratio"]) if params["gamma"] > 0 else None
-        sigma = self.noise_multiplier(q, steps, ratio, run, params["accountant"])
+        sigma = self.calibrate(run, lambda: calibrated_sigma(
+            q, steps, ratio, run.epsilon, run.delta, params["accountant"]), 0.0)
         histogram = None if ratio is None else ratio * sigma
         return RunPlan.account(
             tran2021a_releases(q, steps, sigma, float(params["clip"]), histogram),
@@ -181,37 +172,13 @@ class Tran2021a(Method):
              "histogram_noise_multiplier": histogram or 0.0},
             run.delta, params["accountant"])
 
-    def noise_multiplier(self, q: float, steps: int, ratio: float | None, run: RunSpec,
-                         accountant: str) -> float:
-        """sigma calibrated to the run's (epsilon, delta) (:func:`calibrated_sigma`)."""
-        if is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
-                             f"{Tran2021aNonPrivate.name!r}")
-        return calibrated_sigma(q, steps, ratio, run.epsilon, run.delta, accountant)
 
-
-class Tran2021aNonPrivate(Tran2021a):
-    """The same penalised SGD without privacy (epsilon = inf): exact histogram, no clipping, no
-    noise."""
-
-    name: ClassVar[str] = "tran2021a_nonprivate"
-    label: ClassVar[str] = "Tran et al. 2021a (re-impl., non-private)"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        key: value for key, value in Tran2021a.parameters.items()
-        if key not in ("clip", "histogram_noise_ratio", "accountant")
-    }
-
-    def resolve(self, params):
-        resolved = super().resolve(params)
-        resolved.update(clip=math.inf, histogram_noise_ratio=0.0, accountant="rdp")
-        return resolved
-
-    def noise_multiplier(self, q, steps, ratio, run, accountant) -> float:
-        if not is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
-                             f"got {run.epsilon}")
-        return 0.0
+Tran2021aNonPrivate = nonprivate_twin(
+    Tran2021a, "Tran2021aNonPrivate", name="tran2021a_nonprivate",
+    label="Tran et al. 2021a (re-impl., non-private)",
+    doc="The same penalised SGD without privacy (epsilon = inf): exact histogram, no "
+        "clipping, no noise.",
+    fixed={"clip": math.inf, "histogram_noise_ratio": 0.0, "accountant": "rdp"})
 
 
 def require_binary(data: PreparedDataset, method: str) -> None:
@@ -243,6 +210,7 @@ class Tran2021aProgram:
         self.parents = self.groups.parents(device)
         self.n = len(self.y)
         self.q = float(params[0]["sampling_rate"])
+        self.steps = int(params[0]["steps"])
         self.batch = expected_batch_size(self.n, self.q)
         self.lr, self.gamma = per_run("lr"), per_run("gamma")
         named = [{release.name: release for release in releases_of(batch)}

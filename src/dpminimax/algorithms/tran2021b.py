@@ -81,16 +81,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
-from tqdm.auto import tqdm
 
-from dpminimax.algorithms.base import (
-    FitResult,
-    Method,
-    Monitor,
-    RunPlan,
-    RunSpec,
-    is_non_private,
-)
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -215,28 +207,14 @@ class Tran2021b(Method):
         "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
-    def fit(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device,
-            monitor: Monitor | None = None) -> FitResult:
-        """Train ``runs`` as one program; ``monitor(step, model, state)`` (if given) is called
-        after every primal step."""
+    def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         require_binary(data, self.name)
-        resolved, shared, plans = self.plan_runs(data, runs)
-        epochs, per_epoch = int(shared["epochs"]), resolved[0]["steps_per_epoch"]
-        program = PfldProgram(data, [run.seed for run in runs], resolved,
-                              [plan.releases for plan in plans], device=device)
-        progress = tqdm(total=epochs * per_epoch, desc=f"{self.name} x{len(runs)} runs",
-                        mininterval=5.0, leave=False)
-        for epoch in range(epochs):
-            if epoch > 0:
-                program.dual_step()
-            for step in range(epoch * per_epoch, (epoch + 1) * per_epoch):
-                program.primal_step()
-                progress.update()
-                if monitor is not None:
-                    monitor(step + 1, program.model, program.state)
-        progress.close()
-        return FitResult(program.model, program.state, list(runs),
-                         [dict(plan.record) for plan in plans], resolved)
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> PfldProgram:
+        return PfldProgram(data, [run.seed for run in runs], resolved,
+                           [plan.releases for plan in plans], device=device)
 
     def plan(self, run: RunSpec, n: int,
              data: PreparedDataset | None = None) -> RunPlan:
@@ -250,7 +228,8 @@ class Tran2021b(Method):
         epochs, per_epoch = int(params["epochs"]), math.ceil(1.0 / q)
         steps = epochs * per_epoch
         ratios = (float(params["dual_noise_ratio"]), float(params["count_noise_ratio"]))
-        sigma = self.noise_multiplier(q, steps, epochs - 1, ratios, run, params["accountant"])
+        sigma = self.calibrate(run, lambda: calibrated_sigma(
+            q, steps, epochs - 1, ratios, run.epsilon, run.delta, params["accountant"]), 0.0)
         dual_clip = (float(n) if params["clip_dual"] == DUAL_BOUND
                      else float(params["clip_dual"]))
         return RunPlan.account(
@@ -260,40 +239,14 @@ class Tran2021b(Method):
              "steps_per_epoch": per_epoch},
             run.delta, params["accountant"])
 
-    def noise_multiplier(self, q: float, steps: int, dual_releases: int,
-                         ratios: tuple[float, float], run: RunSpec, accountant: str) -> float:
-        """sigma calibrated to the run's (epsilon, delta) (:func:`calibrated_sigma`)."""
-        if is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is private; for epsilon = inf use "
-                             f"{Tran2021bNonPrivate.name!r}")
-        return calibrated_sigma(q, steps, dual_releases, ratios, run.epsilon, run.delta,
-                                accountant)
 
-
-class Tran2021bNonPrivate(Tran2021b):
-    """The same Lagrangian dual training without privacy (epsilon = inf): exact counts and
-    violations, no clipping, no noise (F-LD, Tran et al. 2021b Alg. 1, with our batches)."""
-
-    name: ClassVar[str] = "tran2021b_nonprivate"
-    label: ClassVar[str] = "Tran et al. 2021b F-LD (re-impl., non-private)"
-    private: ClassVar[bool] = False
-    parameters: ClassVar[dict[str, Any]] = {
-        key: value for key, value in Tran2021b.parameters.items()
-        if key not in ("clip_primal", "clip_dual", "dual_noise_ratio", "count_noise_ratio",
-                       "accountant")
-    }
-
-    def resolve(self, params):
-        resolved = super().resolve(params)
-        resolved.update(clip_primal=math.inf, clip_dual=math.inf, dual_noise_ratio=0.0,
-                        count_noise_ratio=0.0, accountant="rdp")
-        return resolved
-
-    def noise_multiplier(self, q, steps, dual_releases, ratios, run, accountant) -> float:
-        if not is_non_private(run.epsilon):
-            raise ValueError(f"method {self.name!r} is not private; its epsilon must be 'inf', "
-                             f"got {run.epsilon}")
-        return 0.0
+Tran2021bNonPrivate = nonprivate_twin(
+    Tran2021b, "Tran2021bNonPrivate", name="tran2021b_nonprivate",
+    label="Tran et al. 2021b F-LD (re-impl., non-private)",
+    doc="The same Lagrangian dual training without privacy (epsilon = inf): exact counts and "
+        "violations, no clipping, no noise (F-LD, Tran et al. 2021b Alg. 1, with our batches).",
+    fixed={"clip_primal": math.inf, "clip_dual": math.inf, "dual_noise_ratio": 0.0,
+           "count_noise_ratio": 0.0, "accountant": "rdp"})
 
 
 class PfldProgram:
@@ -322,6 +275,8 @@ class PfldProgram:
         self.cells = self.groups.cell_of(self.y, torch.as_tensor(data.s_train, device=device))
         self.n = len(self.y)
         self.q = float(params[0]["sampling_rate"])
+        self.steps, self.per_epoch = int(params[0]["steps"]), int(params[0]["steps_per_epoch"])
+        self.steps_done = 0
         self.batch = expected_batch_size(self.n, self.q)
         self.lr, self.lr_dual, self.alpha = per_run("lr"), per_run("lr_dual"), per_run("alpha")
         named = [{release.name: release for release in releases_of(tree)} for tree in releases]
@@ -346,6 +301,14 @@ class PfldProgram:
         self.noise = [make_generator(s, "noise", device) for s in seeds]
         self.constraint_noise = [make_generator(s, "constraint_noise", device) for s in seeds]
         self.dual_noise = [make_generator(s, "dual", device) for s in seeds]
+
+    def step(self) -> None:
+        """One primal step, preceded by the dual step at the start of every epoch but the
+        first (Alg. 1's epochs)."""
+        if self.steps_done and self.steps_done % self.per_epoch == 0:
+            self.dual_step()
+        self.primal_step()
+        self.steps_done += 1
 
     def primal_step(self) -> None:
         """Both primal releases of one Poisson batch at theta_t, then the descent step: the

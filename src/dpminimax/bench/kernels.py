@@ -113,6 +113,7 @@ def _linear_dp_step(
     program = NoisySgd(
         BatchedLogisticRegression(d, 1), RowGatherer(x), y, list(range(runs)),
         lr=torch.full((runs,), LR, device=device), release=release, q=batch / n,
+        steps=1 << 30,
     )
     return program.step
 

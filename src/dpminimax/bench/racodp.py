@@ -80,17 +80,18 @@ def run_racodp_benchmark(dataset: str = "adult", repeats: int | None = None,
 
     def noisy_sgd(clip: float, sigma: float) -> NoisySgd:
         release = BatchedRelease([Release("gradient", "gaussian", sigma, clip)])
-        return NoisySgd(model, RowGatherer(x), y, [0], lr=one, release=release, q=q)
+        return NoisySgd(model, RowGatherer(x), y, [0], lr=one, release=release, q=q,
+                        steps=1 << 30)
 
     method = RacoDp()
     params = method.resolve({"batch_size": batch})
     releases = racodp_releases(q, method.privacy_plan(params, len(y))[1], params["clip"], 1 << 30)
     program = RacoDpProgram(model, data, [method.constraint_set(params, data)], [0], [params],
                             [releases], device=device)
-    fermi, batches, *_ = DpFermi().build(
+    fermi, *_ = DpFermi().build(
         data, [RunSpec(0, 1.0, 1e-5, {"batch_size": batch, "epochs": 10**6})], device)
     steps = {"sgd": noisy_sgd(math.inf, 0.0).step, "dp_sgd": noisy_sgd(1.0, 1.0).step,
-             "racodp": program.step, "dpfermi": lambda: fermi.step(*next(batches))}
+             "racodp": program.step, "dpfermi": fermi.step}
     ms = interleaved_medians(steps, repeats, warmup=10, device=device)
     paper = paper_table2_ms(experiments_file).get(dataset)
     return {
