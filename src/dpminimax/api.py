@@ -17,7 +17,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -30,7 +29,6 @@ from dpminimax.data.inputs import split_inputs
 from dpminimax.device import default_device
 from dpminimax.experiments import parse_epsilon
 from dpminimax.kernels.allocator import retain_freed_memory
-from dpminimax.metrics import classification_report
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork
 from dpminimax.provenance import train_code_fingerprint
@@ -242,32 +240,16 @@ def _plain(value: Any) -> Any:
 
 def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
                device: torch.device, records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per run: identity, resolved parameters, test and train metrics, privacy."""
-    x_train = split_inputs(data, "train", device)
-    predictions = fit.model.predict(fit.state, split_inputs(data, "test", device)).cpu().numpy()
-    train_predictions = fit.model.predict(fit.state, x_train).cpu().numpy()
-    train_losses = fit.model.losses(
-        fit.state, x_train, torch.as_tensor(data.y_train, device=device),
-    ).mean(dim=1).cpu().numpy()
-    extra = method.extra_metrics(fit, data, device)
+    """One row per run: identity, resolved parameters, the metrics of the method's task,
+    selection records, privacy and provenance."""
+    metrics = method.task.evaluate(method, fit, data, device)
     rows = []
     for r, run in enumerate(fit.runs):
-        degenerate = bool(np.unique(predictions[r]).size == 1)
-        if degenerate:
-            log.warning("%s run %s predicts one class for every test example (a constant "
-                        "predictor): its accuracy is the majority rate, its fairness gaps 0",
-                        method.name, run.run_id)
-        metrics = {**classification_report(data.y_test, predictions[r], data.s_test),
-                   **_train_metrics(classification_report(data.y_train, train_predictions[r],
-                                                          data.s_train)),
-                   **extra[r]}
         rows.append({
             **_identity(config, run),
             **{f"p_{k}": v for k, v in fit.resolved_params[r].items()},
-            **metrics,
+            **metrics[r],
             **records[r],
-            "train_loss": float(train_losses[r]),
-            "degenerate_predictor": degenerate,
             "data_standin": bool(data.meta.get("standin", False)),
             "accountant": fit.accounting[r]["accountant"],
             "epsilon_spent": fit.accounting[r]["epsilon"],
@@ -290,6 +272,10 @@ def attack(train_dir: str | Path, data_dir: str | Path, out_path: str | Path) ->
     train_dir = Path(train_dir)
     data = load_prepared(data_dir)
     metrics = pd.read_parquet(train_dir / "metrics.parquet")
+    task = get_method(str(metrics["method"].iloc[0])).task
+    if not task.attacked:
+        raise ValueError(f"{train_dir}: its method's task {task.name!r} is not attacked "
+                         "(membership inference needs a member set and held-out rows)")
     model, state, run_ids = _load_model(train_dir / "model.pt")
     cpu = torch.device("cpu")
     member = model.losses(state, split_inputs(data, "train", cpu), torch.as_tensor(data.y_train))
@@ -469,11 +455,6 @@ def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
     if notebook_out is not None:
         with atomic_path(notebook_out) as tmp:
             nbformat.write(notebook, str(tmp))
-
-
-def _train_metrics(report: Mapping[str, float]) -> dict[str, float]:
-    """The same metrics on the training set: ``train_accuracy``, ``train_dp_violation`` ..."""
-    return {"train_" + key.removeprefix("test_"): value for key, value in report.items()}
 
 
 def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:

@@ -56,7 +56,8 @@ def _methods(args: argparse.Namespace) -> None:
 
     _print([{"name": name, "label": cls.label, "paper": cls.paper, "private": cls.private,
              "parameters": cls.parameters, "shared_parameters": list(cls.shared_parameters),
-             "uses_sensitive_attribute": cls.uses_sensitive_attribute}
+             "uses_sensitive_attribute": cls.uses_sensitive_attribute,
+             "task": cls.task.name, "attacked": cls.task.attacked}
             for name, cls in sorted(METHODS.items())])
 
 

@@ -139,6 +139,8 @@ def test_methods_lists_every_registered_method(capsys):
         assert listed[name]["private"] == cls.private
         assert listed[name]["parameters"] == json.loads(json.dumps(cls.parameters))
         assert listed[name]["paper"]
+        assert (listed[name]["task"], listed[name]["attacked"]) == (cls.task.name,
+                                                                   cls.task.attacked)
 
 
 PLANNED_ON_N = ["dp_sgd", "racodp", "dpfermi", "jagielski2019", "tran2021a", "tran2021b"]

@@ -25,6 +25,7 @@ from dpminimax.algorithms.params import Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.release import Part, Release, plan_event, releases_of
+from dpminimax.tasks import FAIR_CLASSIFICATION, Task
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ class Method(ABC):
     #: Parameters that must take one value per batched program (sampling rate, step count,
     #: shapes); runs differing in them are fitted as separate programs.
     shared_parameters: ClassVar[tuple[str, ...]] = ()
+    #: What the runs are evaluated on and whether they are attacked (:mod:`dpminimax.tasks`).
+    task: ClassVar[Task] = FAIR_CLASSIFICATION
     #: Whether training reads the sensitive attribute (fair-learning methods do; DP-SGD only
     #: evaluates fairness).
     uses_sensitive_attribute: ClassVar[bool] = True

@@ -1,0 +1,31 @@
+"""What a method's runs are for: the data a task needs, how its runs are evaluated, and whether
+membership attacks apply (issue #17 item 4).
+
+``api.train`` calls the method's task to turn a :class:`~dpminimax.algorithms.base.FitResult`
+into one metrics row per run; the workflow attacks a job only where its task is ``attacked``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+
+if TYPE_CHECKING:
+    from dpminimax.algorithms.base import FitResult, Method
+    from dpminimax.data import PreparedDataset
+
+
+class Task(ABC):
+    """A kind of learning problem a method solves."""
+
+    name: ClassVar[str]
+    #: Whether a trained run's model is attacked (membership inference needs models trained
+    #: on a member set and held-out rows of the same distribution).
+    attacked: ClassVar[bool]
+
+    @abstractmethod
+    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
+                 device: torch.device) -> list[dict[str, Any]]:
+        """One metrics row per run of ``fit`` (method-specific metrics included)."""

@@ -1,0 +1,63 @@
+"""Classification with a sensitive attribute: accuracy and fairness gaps on the test and the
+training set, the training loss, and the method's own metrics (constraint satisfaction)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+
+from dpminimax.data.inputs import split_inputs
+from dpminimax.metrics import classification_report
+from dpminimax.tasks.base import Task
+
+if TYPE_CHECKING:
+    from dpminimax.algorithms.base import FitResult, Method
+    from dpminimax.data import PreparedDataset
+
+log = logging.getLogger("dpminimax")
+
+
+class FairClassification(Task):
+    """The task of the RaCO-DP and DP-FERMI papers and their baselines (tabular or image data
+    with labels and a sensitive attribute)."""
+
+    name: ClassVar[str] = "fair_classification"
+    attacked: ClassVar[bool] = True
+
+    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
+                 device: torch.device) -> list[dict[str, Any]]:
+        """Test metrics (``test_accuracy``, ``test_dp_violation``...), the same on the training
+        set (``train_...``), ``train_loss``, ``degenerate_predictor`` (one class predicted for
+        every test row: its fairness gaps are 0 trivially) and ``method.extra_metrics``."""
+        x_train = split_inputs(data, "train", device)
+        predictions = fit.model.predict(fit.state, split_inputs(data, "test", device)).cpu().numpy()
+        train_predictions = fit.model.predict(fit.state, x_train).cpu().numpy()
+        train_losses = fit.model.losses(
+            fit.state, x_train, torch.as_tensor(data.y_train, device=device),
+        ).mean(dim=1).cpu().numpy()
+        extra = method.extra_metrics(fit, data, device)
+        rows = []
+        for r, run in enumerate(fit.runs):
+            degenerate = bool(np.unique(predictions[r]).size == 1)
+            if degenerate:
+                log.warning("%s run %s predicts one class for every test example (a constant "
+                            "predictor): its accuracy is the majority rate, its fairness gaps 0",
+                            method.name, run.run_id)
+            rows.append({
+                **classification_report(data.y_test, predictions[r], data.s_test),
+                **_train_metrics(classification_report(data.y_train, train_predictions[r],
+                                                       data.s_train)),
+                **extra[r],
+                "train_loss": float(train_losses[r]),
+                "degenerate_predictor": degenerate,
+            })
+        return rows
+
+
+def _train_metrics(report: Mapping[str, float]) -> dict[str, float]:
+    """The same metrics on the training set: ``train_accuracy``, ``train_dp_violation`` ..."""
+    return {"train_" + key.removeprefix("test_"): value for key, value in report.items()}
