@@ -29,6 +29,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.splits import train_test_indices
 from dpminimax.data.tabular import one_hot, zscore
 from dpminimax.privacy.events import event_from_dict
+from dpminimax.tasks import FAIR_CLASSIFICATION
 
 #: Fairness metrics of the run table; undefined (NaN) when no sensitive attribute is given.
 FAIRNESS_COLUMNS = ("dp_violation", "eo_violation", "train_dp_violation", "train_eo_violation")
@@ -44,10 +45,10 @@ def needs_sensitive(method: str) -> bool:
 
 
 def methods() -> pd.DataFrame:
-    """The registered methods (index: name) with their label, whether they are private, whether
-    they need a sensitive attribute and their parameter defaults."""
+    """The registered methods (index: name) with their label, whether they are private, their
+    task, whether they need a sensitive attribute and their parameter defaults."""
     return pd.DataFrame([
-        {"name": name, "label": cls.label, "private": cls.private,
+        {"name": name, "label": cls.label, "private": cls.private, "task": cls.task.name,
          "needs_sensitive": needs_sensitive(name), "parameters": dict(cls.parameters)}
         for name, cls in METHODS.items()
     ]).set_index("name")
@@ -217,6 +218,9 @@ def fit(method: str, X: Any, y: Any, s: Any = None, *, epsilon: float | None = N
     ``split_seed``). ``params`` override the method's defaults; an unknown name is an error.
     """
     method_obj = get_method(method)
+    if method_obj.task.name != FAIR_CLASSIFICATION.name:
+        raise ValueError(f"method {method!r} solves task {method_obj.task.name!r}, not "
+                         "classification of a data frame; call it through dpminimax.algorithms")
     epsilon, delta = _privacy_target(method_obj, epsilon, delta)
     if s is None and needs_sensitive(method):
         raise ValueError(f"method {method!r} trains on a sensitive attribute: pass s")

@@ -160,6 +160,13 @@ def expand_jobs(
                 methods[method_name] = get_method(method_name)
             except UnknownMethodError as err:
                 raise ExperimentConfigError(f"{where}.methods.{method_name}: {err}") from None
+            task = methods[method_name].task
+            if not task.attacked:
+                raise ExperimentConfigError(
+                    f"{where}.methods.{method_name}: its task {task.name!r} draws its own data "
+                    "and is not attacked; the workflow's train rule (a prepared dataset, every "
+                    "job attacked) does not run such methods yet: call dpminimax.algorithms "
+                    "directly (see docs/architecture.md, Tasks)")
         scale_params = at_scale.get("params") or {}
         known = set().union(*(m.parameters for m in methods.values()))
         for key in scale_params:

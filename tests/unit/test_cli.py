@@ -143,7 +143,8 @@ def test_methods_lists_every_registered_method(capsys):
                                                                    cls.task.attacked)
 
 
-PLANNED_ON_N = ["dp_sgd", "racodp", "dpfermi", "jagielski2019", "tran2021a", "tran2021b"]
+PLANNED_ON_N = ["dp_sgd", "racodp", "dpfermi", "jagielski2019", "tran2021a", "tran2021b",
+                "dp_sgda"]
 
 
 @pytest.mark.parametrize("name", PLANNED_ON_N)

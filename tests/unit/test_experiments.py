@@ -120,6 +120,9 @@ def test_scale_epsilon_subset():
          "figures[0]: unknown figure 'no_such_figure'"),
         (lambda s: s["experiments"]["exp"].update(tables=["no_such_table"]),
          "tables[0]: unknown table 'no_such_table'"),
+        (lambda s: s["experiments"]["exp"]["methods"].update(
+            dp_sgda={"epsilons": [1], "params": {}}),
+         "methods.dp_sgda: its task 'synthetic_optimization' draws its own data"),
     ],
 )
 def test_semantic_errors_name_the_key(mutate, message):

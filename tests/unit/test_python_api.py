@@ -140,7 +140,10 @@ def test_sensitive_attribute_only_where_needed(frame):
     assert "group=a" in blind.data.feature_names  # not given as s: an ordinary feature
     listed = dpminimax.methods()
     assert set(listed.index) == set(METHODS)
-    assert set(listed.index[~listed["needs_sensitive"]]) == {"dp_sgd", "nonprivate"}
+    classifiers = listed[listed["task"] == "fair_classification"]
+    assert set(classifiers.index[~classifiers["needs_sensitive"]]) == {"dp_sgd", "nonprivate"}
+    with pytest.raises(ValueError, match="task 'synthetic_optimization'"):
+        dpminimax.fit("dp_sgda", frame, y="income", epsilon=1.0, delta=1e-5)
 
 
 def test_held_out_test_data(frame):

@@ -7,6 +7,7 @@ from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
+from dpminimax.algorithms.sgda import DpSgda, Sgda
 from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
 from dpminimax.algorithms.tran2021b import Tran2021b, Tran2021bNonPrivate
 
@@ -14,7 +15,7 @@ METHODS: dict[str, type[Method]] = {
     cls.name: cls for cls in (DpSgd, NonPrivateSgd, RacoDp, NonPrivateSgda, DpFermi,
                               DpFermiPaper, DpFermiCode, NonPrivateFermi, Jagielski2019,
                               Jagielski2019NonPrivate, Tran2021a, Tran2021aNonPrivate,
-                              Tran2021b, Tran2021bNonPrivate)
+                              Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda)
 }
 
 

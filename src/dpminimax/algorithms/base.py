@@ -184,7 +184,8 @@ class Method(ABC):
         resolved = [self.resolve(run.params) for run in runs]
         shared = shared_values(resolved, self.shared_parameters, self.name)
         self.check_data(data, shared)
-        plans = [self.plan(run, len(data.y_train), data) for run in runs]
+        n = self.sample_size(data, shared)
+        plans = [self.plan(run, n, data) for run in runs]
         for params, plan in zip(resolved, plans, strict=True):
             params.update(plan.values)
         return resolved, shared, plans
@@ -193,6 +194,11 @@ class Method(ABC):
                       device: torch.device) -> list[dict[str, float]]:
         """Method-specific metrics per run (for example constraint satisfaction); none here."""
         return [{} for _ in fit.runs]
+
+    def sample_size(self, data: PreparedDataset, shared: dict[str, Any]) -> int:
+        """The number of training examples n the runs are planned on: the dataset's (a
+        synthetic task's method draws its own sample and says its size)."""
+        return len(data.y_train)
 
     def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         """Refuse data the method cannot train on with the job's ``shared`` values (labels,

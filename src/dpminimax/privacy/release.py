@@ -117,6 +117,20 @@ def releases_of(part: Part) -> list[Release]:
     return [release for sub in part.parts for release in releases_of(sub)]
 
 
+def release_counts(part: Part) -> dict[str, int]:
+    """How many times ``part`` makes each release (by name): a batch's count, multiplied by
+    the counts of the repeats around it."""
+    counts: dict[str, int] = {}
+    if isinstance(part, Batch):
+        for release in part.releases:
+            counts[release.name] = counts.get(release.name, 0) + int(part.count)
+        return counts
+    for sub in part.parts:
+        for name, count in release_counts(sub).items():
+            counts[name] = counts.get(name, 0) + count * int(part.count)
+    return counts
+
+
 def plan_event(part: Part) -> DpEvent:
     """The DpEvent of one run's release tree; a run none of whose releases is noised is not
     private (``NonPrivateDpEvent``)."""

@@ -1,0 +1,207 @@
+"""G1 and G2 (spec 003 §5.3): min-max games with random rank-one coupling, for Algs. 3-5.
+
+Examples: a = r u, c = r Q u (u uniform on the sphere, Q a fixed orthogonal matrix), so
+E[a c^T] = (r^2 / d) Q^T; p = p_bar + rho v, q = q_bar + rho v' (v, v' uniform on the sphere).
+Both objectives depend on a sample only through the means (P, |p|^2, B, Q, |q|^2) of p,
+||p||^2, a c^T, q, ||q||^2 (:class:`Moments`), so the population objective, the empirical one,
+their saddle points and their strong gaps are one formula each, evaluated on the population
+moments or on a sample's.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+
+import torch
+
+from dpminimax.problems.base import (
+    Block,
+    Constants,
+    Examples,
+    Point,
+    Problem,
+    random_orthogonal,
+    sphere,
+)
+from dpminimax.seeding import make_generator
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Means over the distribution or a sample: p (d,), ||p||^2, a c^T (d, d), q, ||q||^2."""
+
+    p: torch.Tensor
+    p_square: torch.Tensor
+    coupling: torch.Tensor
+    q: torch.Tensor
+    q_square: torch.Tensor
+
+
+class RankOneGame(Problem):
+    """The shared part of G1 and G2: sampling, moments, the strong gap from best responses."""
+
+    def __init__(self, d: int, r: float, rho: float, center_norm: float, radius: float,
+                 seed: int, dtype: torch.dtype) -> None:
+        super().__init__((Block("x", d, radius), Block("y", d, radius)), maximized=("y",),
+                         dtype=dtype)
+        generator = make_generator(seed, "problem")
+        self.d, self.r, self.rho = d, r, rho
+        self.rotation = random_orthogonal(d, generator, dtype)
+        self.p_bar, self.q_bar = center_norm * sphere(2, d, generator, dtype)
+
+    def sample(self, n: int, generator: torch.Generator) -> Examples:
+        u = sphere(n, self.d, generator, self.dtype)
+        v = sphere(2 * n, self.d, generator, self.dtype)
+        return {"a": self.r * u, "c": self.r * u @ self.rotation.T,
+                "p": self.p_bar + self.rho * v[:n], "q": self.q_bar + self.rho * v[n:]}
+
+    def moments(self, examples: Examples | None = None) -> Moments:
+        """The population moments, or those of one sample (n, ...)."""
+        if examples is None:
+            return Moments(self.p_bar, self.p_bar @ self.p_bar + self.rho ** 2,
+                           self.r ** 2 / self.d * self.rotation.T, self.q_bar,
+                           self.q_bar @ self.q_bar + self.rho ** 2)
+        p, q = examples["p"], examples["q"]
+        return Moments(p.mean(0), (p * p).sum(-1).mean(), examples["a"].T @ examples["c"]
+                       / len(p), q.mean(0), (q * q).sum(-1).mean())
+
+    @abstractmethod
+    def value(self, point: Point, moments: Moments) -> torch.Tensor:
+        """F(x, y) (R,) under ``moments``."""
+
+    @abstractmethod
+    def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(argmax_y F(x, y), argmin_x F(x, y))`` over the balls, each (R, d)."""
+
+    def population_objective(self, point: Point) -> torch.Tensor:
+        return self.value(point, self.moments())
+
+    def strong_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
+        """max_y F(x~, y) - min_x F(x, y~) (R,) on the population or on ``examples``."""
+        moments = self.moments(examples)
+        best_y, best_x = self.best_responses(point, moments)
+        return (self.value({"x": point["x"], "y": best_y}, moments)
+                - self.value({"x": best_x, "y": point["y"]}, moments))
+
+    def population_solution(self) -> Point:
+        return self.saddle(self.moments())
+
+    def empirical_solution(self, examples: Examples) -> Point:
+        return self.saddle(self.moments(examples))
+
+    @abstractmethod
+    def saddle(self, moments: Moments) -> Point:
+        """The saddle point (blocks (d,)) of F under ``moments``."""
+
+
+class QuadraticGame(RankOneGame):
+    """G1, SC-SC: f = mu_x ||x - p||^2 / 2 + <a, x><c, y> - mu_y ||y - q||^2 / 2 on balls of
+    ``radius``. Constants: l <= max(mu_x, mu_y) + r^2; L = sqrt((mu_x (R + p_max) + r^2 R)^2 +
+    (r^2 R + mu_y (R + q_max))^2) with p_max = ||p_bar|| + rho."""
+
+    def __init__(self, d: int = 10, r: float = 1.0, mu_x: float = 0.5, mu_y: float = 0.5,
+                 rho: float = 0.5, center_norm: float = 1.0, radius: float = 4.0,
+                 seed: int = 0, dtype: torch.dtype = torch.float64) -> None:
+        super().__init__(d, r, rho, center_norm, radius, seed, dtype)
+        self.mu_x, self.mu_y = mu_x, mu_y
+
+    @property
+    def constants(self) -> Constants:
+        radius, r2 = self.blocks[0].radius, self.r ** 2
+        p_max = float(torch.linalg.vector_norm(self.p_bar)) + self.rho
+        q_max = float(torch.linalg.vector_norm(self.q_bar)) + self.rho
+        lipschitz = ((self.mu_x * (radius + p_max) + r2 * radius) ** 2
+                     + (r2 * radius + self.mu_y * (radius + q_max)) ** 2) ** 0.5
+        return Constants(lipschitz, max(self.mu_x, self.mu_y) + r2,
+                         {"x": self.mu_x, "y": self.mu_y}, radius)
+
+    def example_loss(self, point: Point, example: Examples) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        dx, dy = x - example["p"], y - example["q"]
+        return (0.5 * self.mu_x * (dx @ dx) + (example["a"] @ x) * (example["c"] @ y)
+                - 0.5 * self.mu_y * (dy @ dy))
+
+    def per_example_grads(self, point: Point, examples: Examples) -> Point:
+        x, y = point["x"].unsqueeze(1), point["y"].unsqueeze(1)
+        ax = (examples["a"] * x).sum(-1, keepdim=True)
+        cy = (examples["c"] * y).sum(-1, keepdim=True)
+        return {"x": self.mu_x * (x - examples["p"]) + cy * examples["a"],
+                "y": ax * examples["c"] - self.mu_y * (y - examples["q"])}
+
+    def value(self, point: Point, moments: Moments) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        return (0.5 * self.mu_x * ((x * x).sum(-1) - 2 * x @ moments.p + moments.p_square)
+                + torch.einsum("ri,ij,rj->r", x, moments.coupling, y)
+                - 0.5 * self.mu_y * ((y * y).sum(-1) - 2 * y @ moments.q + moments.q_square))
+
+    def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
+        """Projections of the unconstrained best responses (isotropic quadratics)."""
+        x_block, y_block = self.blocks
+        best_y = y_block.project(moments.q + point["x"] @ moments.coupling / self.mu_y)
+        best_x = x_block.project(moments.p - point["y"] @ moments.coupling.T / self.mu_x)
+        return best_y, best_x
+
+    def saddle(self, moments: Moments) -> Point:
+        """The interior saddle point: [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q]."""
+        eye = torch.eye(self.d, dtype=self.dtype)
+        system = torch.cat([torch.cat([self.mu_x * eye, moments.coupling], 1),
+                            torch.cat([-moments.coupling.T, self.mu_y * eye], 1)])
+        solution = torch.linalg.solve(system, torch.cat([self.mu_x * moments.p,
+                                                         self.mu_y * moments.q]))
+        return {"x": solution[:self.d], "y": solution[self.d:]}
+
+
+class BilinearGame(RankOneGame):
+    """G2, C-C: f = <a, x><c, y> + <p, x> - <q, y> on balls of radius D. Saddle point
+    x* = B^{-T} Q, y* = -B^{-1} P (interior by the choice of ``center_norm``: the default puts
+    the population saddle at D / 4); max_{||y||<=D} F = <P, x> + D ||B^T x - Q|| and
+    min_{||x||<=D} F = -<Q, y> - D ||B y + P||. Constants: l = r^2,
+    L = sqrt((r^2 D + p_max)^2 + (r^2 D + q_max)^2)."""
+
+    def __init__(self, d: int = 10, r: float = 1.0, rho: float = 0.1,
+                 center_norm: float | None = None, radius: float = 4.0, seed: int = 0,
+                 dtype: torch.dtype = torch.float64) -> None:
+        norm = radius * r ** 2 / (4.0 * d) if center_norm is None else center_norm
+        super().__init__(d, r, rho, norm, radius, seed, dtype)
+
+    @property
+    def constants(self) -> Constants:
+        radius, r2 = self.blocks[0].radius, self.r ** 2
+        p_max = float(torch.linalg.vector_norm(self.p_bar)) + self.rho
+        q_max = float(torch.linalg.vector_norm(self.q_bar)) + self.rho
+        lipschitz = ((r2 * radius + p_max) ** 2 + (r2 * radius + q_max) ** 2) ** 0.5
+        return Constants(lipschitz, r2, {"x": 0.0, "y": 0.0}, radius)
+
+    def example_loss(self, point: Point, example: Examples) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        return (example["a"] @ x) * (example["c"] @ y) + example["p"] @ x - example["q"] @ y
+
+    def per_example_grads(self, point: Point, examples: Examples) -> Point:
+        x, y = point["x"].unsqueeze(1), point["y"].unsqueeze(1)
+        ax = (examples["a"] * x).sum(-1, keepdim=True)
+        cy = (examples["c"] * y).sum(-1, keepdim=True)
+        return {"x": cy * examples["a"] + examples["p"],
+                "y": ax * examples["c"] - examples["q"]}
+
+    def value(self, point: Point, moments: Moments) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        return (torch.einsum("ri,ij,rj->r", x, moments.coupling, y) + x @ moments.p
+                - y @ moments.q)
+
+    def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
+        """Linear objectives over balls: the radius along the gradient."""
+        x_block, y_block = self.blocks
+        toward_y = point["x"] @ moments.coupling - moments.q
+        toward_x = -(point["y"] @ moments.coupling.T + moments.p)
+        return (y_block.radius * _direction(toward_y), x_block.radius * _direction(toward_x))
+
+    def saddle(self, moments: Moments) -> Point:
+        return {"x": torch.linalg.solve(moments.coupling.T, moments.q),
+                "y": -torch.linalg.solve(moments.coupling, moments.p)}
+
+
+def _direction(value: torch.Tensor) -> torch.Tensor:
+    """``value`` / ||value|| row by row (0 for a zero row)."""
+    norms = torch.linalg.vector_norm(value, dim=-1, keepdim=True)
+    return value / torch.clamp(norms, min=1e-300)
