@@ -31,6 +31,7 @@ import numba
 import numpy as np
 import torch
 
+from dpminimax.kernels.backend import compiled_enabled
 from dpminimax.kernels.gather import IndexedRows
 
 #: dtypes the compiled loops accept; anything else takes the torch path.
@@ -69,10 +70,11 @@ def _row_softmax(z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - 
 
 
 def compiled_supported(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled loops can take ``tensors``: all on the CPU in one float dtype,
-    contiguous, non-empty in their last axis, and with no autograd graph to record."""
+    """Whether the compiled loops can take ``tensors``: the kernel backend allows them
+    (:mod:`dpminimax.kernels.backend`) and the tensors are all on the CPU in one float dtype,
+    contiguous, non-empty in their last axis, with no autograd graph to record."""
     dtype = tensors[0].dtype
-    return (dtype in SUPPORTED_DTYPES
+    return (compiled_enabled() and dtype in SUPPORTED_DTYPES
             and all(t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous()
                     and t.dim() >= 1 and t.shape[-1] > 0 for t in tensors)
             and not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)))
