@@ -38,7 +38,10 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "tran2021a": {"epochs": 2}, "tran2021b": {"epochs": 2},
         # a synthetic problem (its own sample of N examples); a clip below the gradients'
         # size, so that unclipped sums would exceed N x the sensitivity
-        "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01}}
+        "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
+        "output_perturbation": {"n": N}}
+#: Methods that release once (their program has one step).
+ONE_STEP = ("output_perturbation", "exact_solution")
 #: Closed-form records of a paper's theorem: not derived from the releases (they say so).
 THEOREM_ACCOUNTANTS = ("paper_theorem_3_3",)
 
@@ -126,7 +129,9 @@ def test_record_is_the_accounting_of_the_derived_event(name):
         if record["accountant"] in THEOREM_ACCOUNTANTS:
             assert record["epsilon"] == TARGET and record["caveats"]
             continue
-        derived = epsilon(plan.event(), DELTA, record["accountant"])
+        # a record may keep part of delta outside the mechanism (BYOA: the solver's failure)
+        derived = epsilon(plan.event(), record.get("delta_mechanism", DELTA),
+                          record["accountant"])
         if METHODS[name].private:
             assert record["epsilon"] == pytest.approx(derived, rel=1e-9) and derived <= TARGET
             assert any(release.private for release in releases_of(plan.releases))
@@ -235,5 +240,6 @@ def test_every_method_calls_its_monitor_after_every_step(name):
     steps = []
     fit = get_method(name).fit(problem(), runs_of(name, seeds=(0,)), torch.device("cpu"),
                                monitor=lambda step, model, state: steps.append(step))
-    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 2
+    assert steps == list(range(1, len(steps) + 1))
+    assert len(steps) >= (1 if name in ONE_STEP else 2)
     assert fit.state

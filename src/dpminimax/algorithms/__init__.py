@@ -6,6 +6,7 @@ from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
+from dpminimax.algorithms.output_perturbation import ExactSolution, OutputPerturbation
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
 from dpminimax.algorithms.sgda import DpSgda, Sgda
 from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
@@ -15,7 +16,8 @@ METHODS: dict[str, type[Method]] = {
     cls.name: cls for cls in (DpSgd, NonPrivateSgd, RacoDp, NonPrivateSgda, DpFermi,
                               DpFermiPaper, DpFermiCode, NonPrivateFermi, Jagielski2019,
                               Jagielski2019NonPrivate, Tran2021a, Tran2021aNonPrivate,
-                              Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda)
+                              Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
+                              OutputPerturbation, ExactSolution)
 }
 
 

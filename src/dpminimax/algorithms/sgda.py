@@ -22,42 +22,30 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.params import (
-    ACCOUNTANT,
-    CLIP,
-    COUNT,
-    NON_NEGATIVE,
-    POSITIVE,
-    Check,
-    one_of,
-)
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
+from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
-from dpminimax.problems import PROBLEMS, Problem, get_problem
+from dpminimax.problems import Problem
 from dpminimax.seeding import make_generator
-from dpminimax.tasks import SYNTHETIC_OPTIMIZATION
 
 LIPSCHITZ = "lipschitz"
 SHARED = ("problem", "instance", "n", "batch_size", "epochs", "accountant")
 
 
-class DpSgda(Method):
+class DpSgda(ProblemMethod):
     """Noisy projected stochastic gradient descent-ascent over named blocks (module docstring)."""
 
     name: ClassVar[str] = "dp_sgda"
     label: ClassVar[str] = "DP-SGDA"
     paper: ClassVar[str] = "Yang et al. 2022, Alg. 1 (baseline of byoa and dpdro)"
     private: ClassVar[bool] = True
-    task = SYNTHETIC_OPTIMIZATION
-    uses_sensitive_attribute: ClassVar[bool] = False
     parameters: ClassVar[dict[str, Any]] = {
-        "problem": "g1_quadratic_game",
-        "instance": 0,
-        "n": 1024,
+        **PROBLEM_PARAMETERS,
         "lr": 0.1,
         "batch_size": 64,
         "epochs": 5,
@@ -65,28 +53,11 @@ class DpSgda(Method):
         "accountant": "rdp",
     }
     checks: ClassVar[dict[str, Check]] = {
-        "problem": one_of(*PROBLEMS), "instance": NON_NEGATIVE, "n": COUNT,
-        "lr": NON_NEGATIVE, "batch_size": COUNT, "epochs": POSITIVE,
+        **PROBLEM_CHECKS, "lr": NON_NEGATIVE, "batch_size": COUNT, "epochs": POSITIVE,
         "clip": Check(f"{LIPSCHITZ!r} (the problem's L) or a number > 0",
                       lambda v: v == LIPSCHITZ or CLIP.accepts(v)),
         "accountant": ACCOUNTANT}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
-
-    @staticmethod
-    def problem(params: dict[str, Any]) -> Problem:
-        """The problem instance of resolved ``params`` (fixed by ``instance``, shared by the
-        runs of a job)."""
-        return _problem(str(params["problem"]), int(params["instance"]))
-
-    @staticmethod
-    def sample(problem: Problem, run: RunSpec, params: dict[str, Any],
-               device: torch.device) -> dict[str, torch.Tensor]:
-        """Run ``run``'s training sample: ``n`` examples from its own stream."""
-        return {key: value.to(device) for key, value in problem.sample(
-            int(params["n"]), make_generator(run.seed, "data")).items()}
-
-    def sample_size(self, data: PreparedDataset | None, shared: dict[str, Any]) -> int:
-        return int(shared["n"])
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """T = ceil(epochs / q) Poisson(q) rounds, each one Gaussian release per block (the
@@ -129,11 +100,6 @@ def calibrated_sigma(q: float, steps: int, blocks: tuple[str, ...], epsilon: flo
     return calibrate_event_parameter(
         lambda sigma: plan_event(block_releases(q, steps, blocks, sigma, 1.0)),
         epsilon, delta, accountant)
-
-
-@functools.lru_cache(maxsize=64)
-def _problem(name: str, instance: int) -> Problem:
-    return get_problem(name, seed=instance)
 
 
 class SgdaProgram:
