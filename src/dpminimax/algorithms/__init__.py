@@ -7,6 +7,7 @@ from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
 from dpminimax.algorithms.output_perturbation import ExactSolution, OutputPerturbation
+from dpminimax.algorithms.phased_output_perturbation import PhasedExact, PhasedOutputPerturbation
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
 from dpminimax.algorithms.sgda import DpSgda, Sgda
 from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
@@ -17,7 +18,8 @@ METHODS: dict[str, type[Method]] = {
                               DpFermiPaper, DpFermiCode, NonPrivateFermi, Jagielski2019,
                               Jagielski2019NonPrivate, Tran2021a, Tran2021aNonPrivate,
                               Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
-                              OutputPerturbation, ExactSolution)
+                              OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
+                              PhasedExact)
 }
 
 

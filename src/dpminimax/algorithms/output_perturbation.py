@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -38,7 +38,7 @@ from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
 from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy import calibrate_event_parameter, epsilon
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
+from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan_event
 from dpminimax.problems import Problem
 from dpminimax.seeding import make_generator
 
@@ -64,31 +64,9 @@ class OutputPerturbation(ProblemMethod):
         """One Gaussian release per block of the exact empirical solution, with the paper's
         sensitivities and (``sigma``) the paper's or the calibrated multiplier."""
         params = self.resolve(run.params)
-        problem = self.problem(params)
-        sensitivities = output_sensitivities(problem, n)
-        names = tuple(sensitivities)
-        mechanism_delta = run.delta / 2.0
-
-        def private() -> float:
-            if params["sigma"] == "paper":
-                return paper_multiplier(len(names), run.epsilon, run.delta)
-            return calibrated_multiplier(len(names), run.epsilon, mechanism_delta,
-                                         params["accountant"])
-
-        multiplier = self.calibrate(run, private, 0.0)
-        releases = output_releases(sensitivities, multiplier)
-        plan = RunPlan.account(releases, {"noise_multiplier": multiplier},
-                               mechanism_delta, params["accountant"])
-        covered = bool(plan.record["epsilon"] <= run.epsilon * (1 + 1e-9))
-        return RunPlan(releases, plan.values, {
-            **plan.record, "delta": run.delta, "delta_mechanism": mechanism_delta,
-            "delta_solver_failure": run.delta - mechanism_delta,
-            "neighboring_relation": "replace_one",
-            "guarantee_covered": covered or not self.private,
-            **({} if covered or not self.private else {"guarantee_not_covered": [
-                f"the paper's sigma gives epsilon {plan.record['epsilon']:.4g} > target "
-                f"{run.epsilon:g} (its Gaussian bound needs epsilon < 1)"]}),
-        })
+        sensitivities = output_sensitivities(self.problem(params), n)
+        return output_plan(self, run, params, len(sensitivities),
+                           lambda multiplier: output_releases(sensitivities, multiplier), {})
 
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
@@ -97,6 +75,33 @@ class OutputPerturbation(ProblemMethod):
         return OutputProgram(problem, [self.sample(problem, run, params, device)
                                        for run, params in zip(runs, resolved, strict=True)],
                              [run.seed for run in runs], plans, device=device)
+
+
+def output_plan(method: ProblemMethod, run: RunSpec, params: dict[str, Any], blocks: int,
+                releases: Callable[[float], Part], values: dict[str, Any]) -> RunPlan:
+    """The plan of an output-perturbation method whose releases (given the noise multiplier)
+    compose like ``blocks`` Gaussian releases: the paper's or the calibrated multiplier, the
+    record at delta / 2 with the other half kept for the solver's failure, replace-one."""
+    mechanism_delta = run.delta / 2.0
+
+    def private() -> float:
+        if params["sigma"] == "paper":
+            return paper_multiplier(blocks, run.epsilon, run.delta)
+        return calibrated_multiplier(blocks, run.epsilon, mechanism_delta, params["accountant"])
+
+    multiplier = method.calibrate(run, private, 0.0)
+    tree = releases(multiplier)
+    plan = RunPlan.account(tree, {"noise_multiplier": multiplier, **values}, mechanism_delta,
+                           params["accountant"])
+    covered = not method.private or bool(plan.record["epsilon"] <= run.epsilon * (1 + 1e-9))
+    return RunPlan(tree, plan.values, {
+        **plan.record, "delta": run.delta, "delta_mechanism": mechanism_delta,
+        "delta_solver_failure": run.delta - mechanism_delta,
+        "neighboring_relation": "replace_one", "guarantee_covered": covered,
+        **({} if covered else {"guarantee_not_covered": [
+            f"the paper's sigma gives epsilon {plan.record['epsilon']:.4g} > target "
+            f"{run.epsilon:g} (its Gaussian bound needs epsilon < 1)"]}),
+    })
 
 
 def output_sensitivities(problem: Problem, n: int) -> dict[str, float]:

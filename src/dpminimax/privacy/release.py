@@ -12,6 +12,7 @@ A method's plan arranges releases in a tree whose event is derived, never writte
   ``releases`` from it (composed INSIDE the sampling event, as the releases share the batch);
   ``sampling_rate=None`` is the full dataset (no sampling event).
 * :class:`Repeat`: ``parts`` in order, ``count`` times (composed outside).
+* :class:`Parallel`: ``parts`` on disjoint parts of the data (composed in parallel).
 
 :class:`BatchedRelease` is the same release for the R runs of a batched program: its ``clip``
 (R,) bounds the per-example contributions and :meth:`~BatchedRelease.perturb` adds run r's noise
@@ -107,7 +108,28 @@ class Repeat:
                                                                               int(self.count))
 
 
-Part = Union[Batch, Repeat]  # noqa: UP007 (a runtime alias used before Python 3.12's `type`)
+@dataclass(frozen=True)
+class Parallel:
+    """``parts`` made on disjoint parts of the data, each part possibly reading the outputs
+    of the earlier ones (phases on disjoint chunks). One example is in one part only, so the
+    parts compose in parallel (BYOA paper 003, Lemma A.1, its adaptive form): the whole is as
+    private as its least private part. Accounted where every part has the same event (then
+    it is the event of one part, as for BYOA's phases, which all spend the full budget);
+    parts with different events are refused rather than accounted loosely."""
+
+    parts: tuple[Part, ...]
+
+    def event(self) -> DpEvent:
+        if not self.parts:
+            raise ValueError("a parallel composition must have at least one part")
+        events = [part.event() for part in self.parts]
+        if any(repr(event) != repr(events[0]) for event in events[1:]):
+            raise ValueError("parallel parts with different events are not accounted here "
+                             "(their composition is the least private part's)")
+        return events[0]
+
+
+Part = Union[Batch, Repeat, Parallel]  # noqa: UP007 (a runtime alias used before Python 3.12)
 
 
 def releases_of(part: Part) -> list[Release]:
@@ -127,7 +149,7 @@ def release_counts(part: Part) -> dict[str, int]:
         return counts
     for sub in part.parts:
         for name, count in release_counts(sub).items():
-            counts[name] = counts.get(name, 0) + count * int(part.count)
+            counts[name] = counts.get(name, 0) + count * int(getattr(part, "count", 1))
     return counts
 
 

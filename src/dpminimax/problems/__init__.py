@@ -8,10 +8,11 @@ from typing import Any
 
 from dpminimax.problems.base import Block, Constants, Problem
 from dpminimax.problems.games import BilinearGame, QuadraticGame
-from dpminimax.problems.least_squares import LeastSquares
+from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
 
 PROBLEMS: dict[str, type[Problem]] = {
     "p1_least_squares": LeastSquares,
+    "p1_convex_least_squares": ConvexLeastSquares,
     "g1_quadratic_game": QuadraticGame,
     "g2_bilinear_game": BilinearGame,
 }
@@ -27,5 +28,6 @@ def get_problem(name: str, **kwargs: Any) -> Problem:
     return cls(**kwargs)
 
 
-__all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "LeastSquares", "Problem",
+__all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "ConvexLeastSquares",
+           "LeastSquares", "Problem",
            "QuadraticGame", "get_problem"]

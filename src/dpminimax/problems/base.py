@@ -21,6 +21,8 @@ import torch
 
 Examples = dict[str, torch.Tensor]
 Point = dict[str, torch.Tensor]
+#: A proximal term: its centers per block and its modulus.
+Prox = tuple[Point, float]
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,11 @@ class Problem(ABC):
         """The exact minimizer / saddle point of the population objective (blocks (dim,))."""
 
     @abstractmethod
-    def empirical_solution(self, examples: Examples) -> Point:
+    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
         """The exact minimizer / saddle point of the empirical objective on one sample
-        (``examples`` (n, ...))."""
+        (``examples`` (n, ...)); with ``prox = (centers, modulus)`` of the empirical objective
+        plus ``modulus / 2 ||x - c_x||^2`` on every minimized block and minus it on every
+        maximized one (the phase subproblems of BYOA Algs. 2, 4 and 5)."""
 
     def loss(self, point: Point, examples: Examples) -> torch.Tensor:
         """Per-example losses (R, B) of R points (blocks (R, dim)) on examples (R, B, ...)."""

@@ -21,6 +21,7 @@ from dpminimax.problems.base import (
     Examples,
     Point,
     Problem,
+    Prox,
     random_orthogonal,
     sphere,
 )
@@ -87,12 +88,13 @@ class RankOneGame(Problem):
     def population_solution(self) -> Point:
         return self.saddle(self.moments())
 
-    def empirical_solution(self, examples: Examples) -> Point:
-        return self.saddle(self.moments(examples))
+    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
+        return self.saddle(self.moments(examples), prox)
 
     @abstractmethod
-    def saddle(self, moments: Moments) -> Point:
-        """The saddle point (blocks (d,)) of F under ``moments``."""
+    def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
+        """The interior saddle point (blocks (d,)) of F under ``moments`` (plus the proximal
+        term)."""
 
 
 class QuadraticGame(RankOneGame):
@@ -142,14 +144,11 @@ class QuadraticGame(RankOneGame):
         best_x = x_block.project(moments.p - point["y"] @ moments.coupling.T / self.mu_x)
         return best_y, best_x
 
-    def saddle(self, moments: Moments) -> Point:
-        """The interior saddle point: [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q]."""
-        eye = torch.eye(self.d, dtype=self.dtype)
-        system = torch.cat([torch.cat([self.mu_x * eye, moments.coupling], 1),
-                            torch.cat([-moments.coupling.T, self.mu_y * eye], 1)])
-        solution = torch.linalg.solve(system, torch.cat([self.mu_x * moments.p,
-                                                         self.mu_y * moments.q]))
-        return {"x": solution[:self.d], "y": solution[self.d:]}
+    def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
+        """The interior saddle point: [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q]
+        (the proximal term adds its modulus to mu_x, mu_y and modulus x c to the right)."""
+        return _quadratic_saddle(moments.coupling, self.mu_x * moments.p,
+                                 self.mu_y * moments.q, self.mu_x, self.mu_y, prox)
 
 
 class BilinearGame(RankOneGame):
@@ -196,9 +195,29 @@ class BilinearGame(RankOneGame):
         toward_x = -(point["y"] @ moments.coupling.T + moments.p)
         return (y_block.radius * _direction(toward_y), x_block.radius * _direction(toward_x))
 
-    def saddle(self, moments: Moments) -> Point:
-        return {"x": torch.linalg.solve(moments.coupling.T, moments.q),
-                "y": -torch.linalg.solve(moments.coupling, moments.p)}
+    def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
+        """x* = B^{-T} Q, y* = -B^{-1} P, or with the proximal term the regularized system."""
+        if prox is None:
+            return {"x": torch.linalg.solve(moments.coupling.T, moments.q),
+                    "y": -torch.linalg.solve(moments.coupling, moments.p)}
+        return _quadratic_saddle(moments.coupling, -moments.p, -moments.q, 0.0, 0.0, prox)
+
+
+def _quadratic_saddle(coupling: torch.Tensor, right_x: torch.Tensor, right_y: torch.Tensor,
+                      mu_x: float, mu_y: float, prox: Prox | None) -> Point:
+    """The stationary point of mu_x ||x||^2 / 2 - <right_x, x> + x^T B y - mu_y ||y||^2 / 2 +
+    <right_y, y> (plus the proximal term): [[mu_x I, B], [-B^T, mu_y I]] [x; y] =
+    [right_x; right_y]."""
+    if prox is not None:
+        centers, modulus = prox
+        mu_x, mu_y = mu_x + modulus, mu_y + modulus
+        right_x, right_y = right_x + modulus * centers["x"], right_y + modulus * centers["y"]
+    d = coupling.shape[0]
+    eye = torch.eye(d, dtype=coupling.dtype)
+    system = torch.cat([torch.cat([mu_x * eye, coupling], 1),
+                        torch.cat([-coupling.T, mu_y * eye], 1)])
+    solution = torch.linalg.solve(system, torch.cat([right_x, right_y]))
+    return {"x": solution[:d], "y": solution[d:]}
 
 
 def _direction(value: torch.Tensor) -> torch.Tensor:

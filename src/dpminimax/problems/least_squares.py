@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from dpminimax.problems.base import Block, Constants, Examples, Point, Problem, sphere
+from dpminimax.problems.base import Block, Constants, Examples, Point, Problem, Prox, sphere
 from dpminimax.seeding import make_generator
 
 
@@ -67,13 +67,18 @@ class LeastSquares(Problem):
     def population_solution(self) -> Point:
         return {"x": (self.r_a ** 2 / self.d) / self.curvature * self.w_star}
 
-    def empirical_solution(self, examples: Examples) -> Point:
-        """argmin over the ball of the empirical objective: the ridge solution, or on the
-        boundary the point with ||x(nu)|| = R, x(nu) = (H + nu I)^{-1} g (bisection on nu)."""
+    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
+        """argmin over the ball of the empirical objective (plus the proximal term): the
+        solution of H x = g, or on the boundary the point with ||x(nu)|| = R,
+        x(nu) = (H + nu I)^{-1} g (bisection on nu)."""
         a, b = examples["a"], examples["b"]
         n = len(b)
         hessian = a.T @ a / n + self.lam * torch.eye(self.d, dtype=self.dtype)
         target = a.T @ b / n
+        if prox is not None:
+            centers, modulus = prox
+            hessian = hessian + modulus * torch.eye(self.d, dtype=self.dtype)
+            target = target + modulus * centers["x"]
         x = torch.linalg.solve(hessian, target)
         radius = self.blocks[0].radius
         if math.isinf(radius) or float(torch.linalg.vector_norm(x)) <= radius:
@@ -95,3 +100,12 @@ class LeastSquares(Problem):
         runs = point["x"].shape[0]
         stacked = {key: value.expand(runs, *value.shape[1:]) for key, value in batch.items()}
         return self.objective(point, stacked) - self.objective(best, batch)
+
+
+class ConvexLeastSquares(LeastSquares):
+    """P1 without the ridge term (lam = 0): convex, not strongly convex (for Alg. 2)."""
+
+    def __init__(self, d: int = 10, r_a: float = 1.0, s: float = 0.5, w_norm: float = 1.0,
+                 radius: float | None = None, seed: int = 0,
+                 dtype: torch.dtype = torch.float64) -> None:
+        super().__init__(d, r_a, s, 0.0, w_norm, radius, seed, dtype)
