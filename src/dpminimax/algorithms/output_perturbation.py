@@ -72,8 +72,7 @@ class OutputPerturbation(ProblemMethod):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> OutputProgram:
         problem = self.problem(shared)
-        return OutputProgram(problem, [self.sample(problem, run, params, device)
-                                       for run, params in zip(runs, resolved, strict=True)],
+        return OutputProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], plans, device=device)
 
 

@@ -76,8 +76,7 @@ class PhasedOutputPerturbation(ProblemMethod):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> PhasedProgram:
         problem = self.problem(shared)
-        return PhasedProgram(problem, [self.sample(problem, run, params, device)
-                                       for run, params in zip(runs, resolved, strict=True)],
+        return PhasedProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], resolved, plans, device=device)
 
 

@@ -4,6 +4,7 @@ instance from its parameters, each run's own sample, and the synthetic-optimizat
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -39,6 +40,13 @@ class ProblemMethod(Method):
         """Run ``run``'s training sample: ``n`` examples from its own stream ``"data"``."""
         return {key: value.to(device) for key, value in problem.sample(
             int(params["n"]), make_generator(run.seed, "data")).items()}
+
+    def samples(self, problem: Problem, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], device: torch.device
+                ) -> list[dict[str, torch.Tensor]]:
+        """Every run's training sample (:meth:`sample`), in run order."""
+        return [self.sample(problem, run, params, device)
+                for run, params in zip(runs, resolved, strict=True)]
 
     def sample_size(self, data: PreparedDataset | None, shared: dict[str, Any]) -> int:
         return int(shared["n"])

@@ -80,10 +80,8 @@ class DpSgda(ProblemMethod):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> SgdaProgram:
         problem = self.problem(shared)
-        samples = [self.sample(problem, run, params, device)
-                   for run, params in zip(runs, resolved, strict=True)]
-        return SgdaProgram(problem, samples, [run.seed for run in runs], resolved, plans,
-                           device=device)
+        return SgdaProgram(problem, self.samples(problem, runs, resolved, device),
+                           [run.seed for run in runs], resolved, plans, device=device)
 
 
 def block_releases(q: float, steps: int, blocks: Sequence[str], sigma: float,
