@@ -63,7 +63,7 @@ def test_noise_off_program_is_the_phases_written_out():
     x = torch.zeros(problem.blocks[0].dim, dtype=problem.dtype)
     for k in range(1, 9):
         chunk = {key: value[(k - 1) * 32:k * 32] for key, value in sample.items()}
-        x = problem.empirical_solution(chunk, prox=({"x": x}, params["mu"] * 2 ** k))["x"]
+        x = problem.empirical_solution(chunk, prox=({"x": x}, {"x": params["mu"] * 2 ** k}))["x"]
     torch.testing.assert_close(fit.state["x"][0], x, rtol=0, atol=1e-12)
 
 

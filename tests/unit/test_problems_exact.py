@@ -124,18 +124,20 @@ def test_projection_is_idempotent_and_non_expansive(radius, u, v):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_proximal_solution_is_stationary_for_the_regularized_objective(name):
-    """With prox (c, m): the gradient of the empirical objective plus m (x - c) (minimized
-    blocks) and minus m (y - c) (maximized) vanishes at the solution (BYOA Algs. 2, 4, 5)."""
+    """With prox (c, m): the gradient of the empirical objective plus m_b (b - c_b) (minimized
+    blocks) and minus m_b (b - c_b) (maximized) vanishes at the solution, with a different
+    modulus per block (BYOA Algs. 2, 4, 5)."""
     problem = get_problem(name, seed=5)
     examples = problem.sample(300, make_generator(5, "data"))
     generator = make_generator(6, "test")
     centers = {b.name: 0.2 * torch.randn(b.dim, generator=generator, dtype=problem.dtype)
                for b in problem.blocks}
-    solution = problem.empirical_solution(examples, prox=(centers, 0.7))
+    moduli = {b.name: 0.7 + 0.6 * i for i, b in enumerate(problem.blocks)}
+    solution = problem.empirical_solution(examples, prox=(centers, moduli))
     grads = problem.per_example_grads({k: v.unsqueeze(0) for k, v in solution.items()},
                                       _batched(examples))
     for block in problem.blocks:
         sign = -1.0 if block.name in problem.maximized else 1.0
-        total = grads[block.name][0].mean(0) + sign * 0.7 * (solution[block.name]
-                                                             - centers[block.name])
+        total = grads[block.name][0].mean(0) + sign * moduli[block.name] * (
+            solution[block.name] - centers[block.name])
         assert float(torch.linalg.vector_norm(total)) < 1e-8, block.name

@@ -105,7 +105,7 @@ class PhasedProgram:
         solutions = torch.stack([
             self.model.empirical_solution(
                 {key: value[rows] for key, value in sample.items()},
-                prox=({name: self.state[name][r]}, self.mu[r] * 2 ** k))[name]
+                prox=({name: self.state[name][r]}, {name: self.mu[r] * 2 ** k}))[name]
             for r, sample in enumerate(self.samples)])
         self.state = {name: self.releases[k - 1].perturb(solutions, self.noise)}
         self.phase = k

@@ -21,8 +21,8 @@ import torch
 
 Examples = dict[str, torch.Tensor]
 Point = dict[str, torch.Tensor]
-#: A proximal term: its centers per block and its modulus.
-Prox = tuple[Point, float]
+#: A proximal term: its center and its modulus per block (a block absent from both has none).
+Prox = tuple[Point, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,10 @@ class Problem(ABC):
     @abstractmethod
     def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
         """The exact minimizer / saddle point of the empirical objective on one sample
-        (``examples`` (n, ...)); with ``prox = (centers, modulus)`` of the empirical objective
-        plus ``modulus / 2 ||x - c_x||^2`` on every minimized block and minus it on every
-        maximized one (the phase subproblems of BYOA Algs. 2, 4 and 5)."""
+        (``examples`` (n, ...)); with ``prox = (centers, moduli)`` of the empirical objective
+        plus ``moduli[b] / 2 ||b - centers[b]||^2`` on every minimized block b and minus it on
+        every maximized one (the phase subproblems of BYOA Algs. 2, 4 and 5: Alg. 4 regularizes
+        x at mu_k around x~_{k-1} and y at mu around 0)."""
 
     def loss(self, point: Point, examples: Examples) -> torch.Tensor:
         """Per-example losses (R, B) of R points (blocks (R, dim)) on examples (R, B, ...)."""

@@ -146,7 +146,8 @@ class QuadraticGame(RankOneGame):
 
     def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
         """The interior saddle point: [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q]
-        (the proximal term adds its modulus to mu_x, mu_y and modulus x c to the right)."""
+        (the proximal term adds each block's modulus to its mu and modulus x center to its
+        right-hand side)."""
         return _quadratic_saddle(moments.coupling, self.mu_x * moments.p,
                                  self.mu_y * moments.q, self.mu_x, self.mu_y, prox)
 
@@ -209,9 +210,10 @@ def _quadratic_saddle(coupling: torch.Tensor, right_x: torch.Tensor, right_y: to
     <right_y, y> (plus the proximal term): [[mu_x I, B], [-B^T, mu_y I]] [x; y] =
     [right_x; right_y]."""
     if prox is not None:
-        centers, modulus = prox
-        mu_x, mu_y = mu_x + modulus, mu_y + modulus
-        right_x, right_y = right_x + modulus * centers["x"], right_y + modulus * centers["y"]
+        centers, moduli = prox
+        mu_x, mu_y = mu_x + moduli.get("x", 0.0), mu_y + moduli.get("y", 0.0)
+        right_x = right_x + moduli.get("x", 0.0) * centers["x"] if "x" in moduli else right_x
+        right_y = right_y + moduli.get("y", 0.0) * centers["y"] if "y" in moduli else right_y
     d = coupling.shape[0]
     eye = torch.eye(d, dtype=coupling.dtype)
     system = torch.cat([torch.cat([mu_x * eye, coupling], 1),

@@ -76,9 +76,9 @@ class LeastSquares(Problem):
         hessian = a.T @ a / n + self.lam * torch.eye(self.d, dtype=self.dtype)
         target = a.T @ b / n
         if prox is not None:
-            centers, modulus = prox
-            hessian = hessian + modulus * torch.eye(self.d, dtype=self.dtype)
-            target = target + modulus * centers["x"]
+            centers, moduli = prox
+            hessian = hessian + moduli["x"] * torch.eye(self.d, dtype=self.dtype)
+            target = target + moduli["x"] * centers["x"]
         x = torch.linalg.solve(hessian, target)
         radius = self.blocks[0].radius
         if math.isinf(radius) or float(torch.linalg.vector_norm(x)) <= radius:
