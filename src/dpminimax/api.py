@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from dpminimax.algorithms import expand_runs, get_method
+from dpminimax.algorithms.base import shared_groups
 from dpminimax.algorithms.jagielski2019 import LogisticMixture
 from dpminimax.atomic import atomic_directory, atomic_path, write_json
 from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_attack
@@ -88,28 +89,31 @@ def prepare_dataset(
     return dataset
 
 
-def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Path,
+def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: str | Path,
           selection: str | Path | None = None) -> pd.DataFrame:
-    """Train every seed x grid point of one (experiment, dataset, method, epsilon) as one program.
+    """Train every seed x grid point of one (experiment, dataset, method, epsilon) as one program
+    per value of the method's shared parameters (:func:`fit_by_shared`).
 
-    With ``selection`` (the ``selected.json`` of :func:`select_configs`) this is phase 2 of the
-    tuning protocol: the configuration chosen for every cell, trained with the job's seeds and
-    the checkpoint rule (see :mod:`dpminimax.tuning`). Writes ``metrics.parquet`` (one row per
-    run), ``accounting.json`` (epsilon, delta, accountant, neighbouring relation and DpEvent of
-    every run), ``model.pt`` (the batched state) and ``run_config.json`` (everything needed to
-    replay the job with ``dpminimax rerun``).
+    ``data_dir`` is the prepared dataset, or None for a method whose task draws its own data (a
+    synthetic problem). With ``selection`` (the ``selected.json`` of :func:`select_configs`)
+    this is phase 2 of the tuning protocol: the configuration chosen for every cell, trained
+    with the job's seeds and the checkpoint rule (see :mod:`dpminimax.tuning`). Writes
+    ``metrics.parquet`` (one row per run), ``accounting.json`` (epsilon, delta, accountant,
+    neighbouring relation and DpEvent of every run), ``model.pt`` (the batched state) and
+    ``run_config.json`` (everything needed to replay the job with ``dpminimax rerun``).
     """
     out = Path(out_dir)
-    config = {**run_config, "data_dir": str(Path(data_dir).resolve()),
+    method = get_method(run_config["method"])
+    data = _job_data(method, data_dir)
+    config = {**run_config, **({} if data_dir is None else
+                               {"data_dir": str(Path(data_dir).resolve())}),
               "out_dir": str(out.resolve()), **_code_versions(run_config)}
-    data = load_prepared(data_dir)
-    method = get_method(config["method"])
     epsilon = parse_epsilon(config["epsilon"])
-    device = _start(method, data)
+    device = _start(method, str(config["dataset"]))
     if selection is None:
         runs = expand_runs(config["seeds"], epsilon, float(config["delta"]),
                            config.get("params", {}))
-        fit = method.fit(data, runs, device, monitor=finite_guard(method.name, runs))
+        fit = fit_by_shared(method, data, runs, device)
         records = [{} for _ in runs]
     else:
         config["selection"] = str(Path(selection).resolve())
@@ -130,12 +134,49 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path, out_dir: str | Pa
                                                                        strict=True)]
         })
         torch.save({
-            "model": {"name": fit.model.name, **_plain_fields(fit.model)},
+            "model": _model_record(fit.model),
             "state": {k: v.cpu() for k, v in fit.state.items()},
             "run_ids": [run.run_id for run in fit.runs],
         }, tmp / "model.pt")
         write_json(tmp / "run_config.json", config)
     return table
+
+
+def fit_by_shared(method, data: PreparedDataset | None, runs: Sequence, device: torch.device):
+    """``method.fit`` of ``runs`` as one batched program per group of
+    :func:`~dpminimax.algorithms.base.shared_groups`, each with the workflow's finite guard;
+    one :class:`FitResult` of every run (the groups must train the same model with states of
+    one shape)."""
+    fits = [method.fit(data, group, device, monitor=finite_guard(method.name, group))
+            for group in shared_groups(method, runs)]
+    first = fits[0]
+    if len(fits) == 1:
+        return first
+    if any(fit.model != first.model or fit.state.keys() != first.state.keys()
+           or any(fit.state[k].shape[1:] != first.state[k].shape[1:] for k in fit.state)
+           for fit in fits):
+        raise ValueError(f"method {method.name!r}: the job's grid points with different "
+                         f"{list(method.shared_parameters)} train different models; put them "
+                         "in separate jobs (methods or experiments)")
+    per_run = {f.name: [item for fit in fits for item in getattr(fit, f.name)]
+               for f in dataclasses.fields(first) if isinstance(getattr(first, f.name), list)}
+    return dataclasses.replace(
+        first, state={k: torch.cat([fit.state[k] for fit in fits]) for k in first.state},
+        **per_run)
+
+
+def _job_data(method, data_dir: str | Path | None) -> PreparedDataset | None:
+    """The job's prepared dataset; None for a method whose task draws its own data (a
+    dataset given to one, or none given to a method that needs one, is an error)."""
+    if method.task.draws_data:
+        if data_dir is not None:
+            raise ValueError(f"method {method.name!r} draws its own data (task "
+                             f"{method.task.name!r}); it takes no prepared dataset")
+        return None
+    if data_dir is None:
+        raise ValueError(f"method {method.name!r} trains on a prepared dataset: pass its "
+                         "directory (dpminimax prepare writes one)")
+    return load_prepared(data_dir)
 
 
 def tune(run_config: Mapping[str, Any], data_dir: str | Path, out_path: str | Path) -> pd.DataFrame:
@@ -151,7 +192,7 @@ def tune(run_config: Mapping[str, Any], data_dir: str | Path, out_path: str | Pa
     tuning = TuningSpec.from_dict(config["tuning"])
     runs, ids = phase1_runs(tuning, config["params"], parse_epsilon(config["epsilon"]),
                             float(config["delta"]))
-    device = _start(method, data)
+    device = _start(method, data.name)
     data, x_val, y_val = split_validation(data, tuning.validation_fraction)
     fit, records = fit_with_selection(method, data, runs, device, x_val=x_val, y_val=y_val,
                                       eval_every=tuning.eval_every)
@@ -212,11 +253,11 @@ def _require_finite_state(state: Mapping[str, torch.Tensor], runs, method: str,
                 "hyper-parameters (a diverging lr). No result was written.")
 
 
-def _start(method, data: PreparedDataset) -> torch.device:
+def _start(method, dataset: str) -> torch.device:
     device = default_device()
     retain_freed_memory()
     torch.manual_seed(0)
-    log.info("training %s on %s (device %s)", method.name, data.name, device)
+    log.info("training %s on %s (device %s)", method.name, dataset, device)
     return device
 
 
@@ -238,7 +279,7 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
+def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset | None,
                device: torch.device, records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run: identity, resolved parameters, the metrics of the method's task,
     selection records, privacy and provenance."""
@@ -250,7 +291,7 @@ def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset,
             **{f"p_{k}": v for k, v in fit.resolved_params[r].items()},
             **metrics[r],
             **records[r],
-            "data_standin": bool(data.meta.get("standin", False)),
+            "data_standin": data is not None and bool(data.meta.get("standin", False)),
             "accountant": fit.accounting[r]["accountant"],
             "epsilon_spent": fit.accounting[r]["epsilon"],
             "guarantee_covered": bool(fit.accounting[r]["guarantee_covered"]),
@@ -416,7 +457,9 @@ def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
     table = series_table(pd.read_parquet(runs_path))
     metric_columns = [
         c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
-                    "attack_auc", "attack_tpr_at_1pct_fpr", "epsilon_spent")
+                    "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
+                    "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
+                    "population_primal_gap", "epsilon_spent")
         if c in table.columns
     ]
     summary = summarize(table, metric_columns,
@@ -470,6 +513,14 @@ def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
 #: Saved model name -> its class (a dataclass rebuilt from its saved fields).
 SAVED_MODELS = {cls.name: cls for cls in (BatchedLogisticRegression, LogisticMixture,
                                           BatchedNetwork)}
+
+
+def _model_record(model) -> dict[str, Any]:
+    """What ``model.pt`` says of the trained model: a saved model's name and the fields that
+    rebuild it; a synthetic problem's class name (the run config names its instance)."""
+    if dataclasses.is_dataclass(model):
+        return {"name": model.name, **_plain_fields(model)}
+    return {"name": type(model).__name__}
 
 
 def _plain_fields(model) -> dict[str, Any]:

@@ -11,7 +11,7 @@
     dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow [--json] [--repeats N]
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa [--json] [--repeats N]
 """
 
 from __future__ import annotations
@@ -222,15 +222,17 @@ def _data(args: argparse.Namespace) -> None:
 
 def _train(config_path: Path, data_dir: str | None, out_dir: str | None) -> None:
     from dpminimax import api
+    from dpminimax.algorithms import get_method
 
     config = json.loads(Path(config_path).read_text())
     data = data_dir or config.get("data_dir")
     out = out_dir or config.get("out_dir") or Path(config_path).parent
-    if data is None:
+    if data is None and not get_method(config["method"]).task.draws_data:
         raise SystemExit(f"{config_path}: no data_dir recorded; pass --data DIR")
     table = api.train(config, data_dir=data, out_dir=out)
     _print({"out_dir": str(out), "runs": len(table),
-            "test_accuracy_mean": float(table["test_accuracy"].mean())})
+            **({"test_accuracy_mean": float(table["test_accuracy"].mean())}
+               if "test_accuracy" in table else {})})
 
 
 def _bench(args: argparse.Namespace) -> None:
@@ -251,6 +253,10 @@ def _bench(args: argparse.Namespace) -> None:
 
         result = run_tuning_benchmark(args.mode, configs=args.configs, datasets=args.datasets,
                                       epsilons=args.epsilons, steps=min(args.repeats, 20))
+    elif args.suite == "byoa":
+        from dpminimax.bench.byoa import run_gradient_throughput
+
+        result = run_gradient_throughput(repeats=args.repeats)
     elif args.suite == "workflow":
         from dpminimax.bench.workflow import time_dry_run
 
@@ -370,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "tuning", "workflow"],
+                                          "tuning", "workflow", "byoa"],
                        help="which benchmark (BENCHMARKS.md lists what each measures)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--repeats", type=int, default=30, help="timed steps (or runs) per method")

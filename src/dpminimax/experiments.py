@@ -6,9 +6,14 @@ module adds the checks a schema cannot make (known methods and datasets, epsilon
 (0, 1), parameters the method really has) and raises :class:`ExperimentConfigError` naming the key.
 
 A *job* is one (experiment, dataset, method, epsilon): all its seeds x grid points train as one
-batched program. A method may carry a ``tuning`` block (the RaCO-DP paper's protocol, see
-:mod:`dpminimax.tuning`); with ``tuning="protocol"`` its jobs are tuned first and train the chosen
-configurations, with ``tuning="none"`` the block is ignored and the listed params are used.
+batched program (one per value of the method's shared parameters, e.g. each sample size n of a
+rate study). A method whose task draws its own data (a synthetic problem with exact answers,
+:mod:`dpminimax.problems`) lists *problems* where other methods list datasets: the job's
+``dataset`` is the problem's name, passed to the method as its ``problem`` parameter, and the
+job has no prepared data and is not attacked. A method may carry a ``tuning`` block (the
+RaCO-DP paper's protocol, see :mod:`dpminimax.tuning`); with ``tuning="protocol"`` its jobs are
+tuned first and train the chosen configurations, with ``tuning="none"`` the block is ignored
+and the listed params are used.
 Epsilons are canonical strings (``"1"`` for 1 and 1.0, ``"inf"`` for no privacy) so that paths
 never differ for equal values.
 """
@@ -26,6 +31,7 @@ import yaml
 from dpminimax.algorithms import UnknownMethodError, get_method
 from dpminimax.algorithms.params import ParameterError
 from dpminimax.data import get_dataset_spec, list_datasets
+from dpminimax.problems import PROBLEMS
 from dpminimax.tuning.protocol import TuningSpec, cell_grid, fixed_params
 from dpminimax.tuning.search import SearchSpaceError
 
@@ -62,6 +68,8 @@ class Job:
     params: Mapping[str, Any] = field(default_factory=dict)
     scale: str = "default"
     tuning: Mapping[str, Any] | None = None
+    #: False for a job on a synthetic problem (no prepared data, no membership attack).
+    attacked: bool = True
 
     @property
     def tuned(self) -> bool:
@@ -144,29 +152,27 @@ def expand_jobs(
         seeds = at_scale.get("seeds")
         if not seeds:
             raise ExperimentConfigError(f"{where}.scales.{scale}.seeds: missing or empty")
-        for i, dataset in enumerate([*experiment["datasets"], *(dataset_override or [])]):
-            if dataset not in list_datasets():
-                name = (f"datasets[{i}]" if i < len(experiment["datasets"])
-                        else "dataset_override")
-                raise ExperimentConfigError(
-                    f"{where}.{name}: unknown dataset {dataset!r}; known: {list_datasets()}")
-        _check_outputs(experiment, where)
-        datasets = (_overridden(experiment["datasets"], dataset_override) if dataset_override
-                    else _scale_datasets(experiment["datasets"], at_scale,
-                                         f"{where}.scales.{scale}"))
         methods = {}
         for method_name in experiment["methods"]:
             try:
                 methods[method_name] = get_method(method_name)
             except UnknownMethodError as err:
                 raise ExperimentConfigError(f"{where}.methods.{method_name}: {err}") from None
-            task = methods[method_name].task
-            if not task.attacked:
+        on_problems = _on_problems(methods, where)
+        known_data = sorted(PROBLEMS) if on_problems else list_datasets()
+        for i, dataset in enumerate([*experiment["datasets"],
+                                     *([] if on_problems else dataset_override or [])]):
+            if dataset not in known_data:
+                name = (f"datasets[{i}]" if i < len(experiment["datasets"])
+                        else "dataset_override")
+                kind = "problem" if on_problems else "dataset"
                 raise ExperimentConfigError(
-                    f"{where}.methods.{method_name}: its task {task.name!r} draws its own data "
-                    "and is not attacked; the workflow's train rule (a prepared dataset, every "
-                    "job attacked) does not run such methods yet: call dpminimax.algorithms "
-                    "directly (see docs/architecture.md, Tasks)")
+                    f"{where}.{name}: unknown {kind} {dataset!r}; known: {known_data}")
+        _check_outputs(experiment, where)
+        datasets = (_overridden(experiment["datasets"], dataset_override)
+                    if dataset_override and not on_problems
+                    else _scale_datasets(experiment["datasets"], at_scale,
+                                         f"{where}.scales.{scale}"))
         scale_params = at_scale.get("params") or {}
         known = set().union(*(m.parameters for m in methods.values()))
         for key in scale_params:
@@ -186,16 +192,30 @@ def expand_jobs(
             for eps in epsilons:
                 params = {**(method_spec.get("params") or {}), **by_epsilon.get(eps, {}),
                           **{k: v for k, v in scale_params.items() if k in method.parameters}}
-                try:
-                    method.resolve(params)
-                except ParameterError as err:
-                    raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                 tuned = (_tuning(method_spec, at_scale, params, f"{m_where}.tuning")
                          if tuning == "protocol" and "tuning" in method_spec else None)
                 for dataset in datasets:
+                    job_params = {**params, "problem": dataset} if on_problems else params
+                    try:
+                        method.resolve(job_params)
+                    except ParameterError as err:
+                        raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
-                                    tuple(int(s) for s in seeds), params, scale, tuned))
+                                    tuple(int(s) for s in seeds), job_params, scale, tuned,
+                                    attacked=not on_problems))
     return jobs
+
+
+def _on_problems(methods: Mapping[str, Any], where: str) -> bool:
+    """Whether the experiment's methods train on synthetic problems (their task draws its own
+    data) rather than prepared datasets; an experiment cannot mix the two."""
+    draws = {name: method.task.draws_data for name, method in methods.items()}
+    if len(set(draws.values())) > 1:
+        raise ExperimentConfigError(
+            f"{where}.methods: mixes methods on synthetic problems "
+            f"{sorted(n for n, d in draws.items() if d)} with methods on datasets "
+            f"{sorted(n for n, d in draws.items() if not d)}; put them in separate experiments")
+    return bool(draws) and next(iter(draws.values()))
 
 
 def _data_family(dataset: str) -> str:

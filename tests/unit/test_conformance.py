@@ -39,12 +39,15 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         # a synthetic problem (its own sample of N examples); a clip below the gradients'
         # size, so that unclipped sums would exceed N x the sensitivity
         "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
-        "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N}}
+        "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
+        "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N}}
 #: Methods that release once (their program has one step).
 ONE_STEP = ("output_perturbation", "exact_solution")
 #: Methods that release exact solutions: their sensitivity is a stability bound (BYOA Lemmas
-#: 3.3, 3.5, 4.3), not n clipped contributions; test_output_perturbation checks them end to end.
-OUTPUT_RELEASES = ("output_perturbation", "phased_output_perturbation")
+#: 3.3, 3.5, 4.3, 4.5), not n clipped contributions; test_output_perturbation and
+#: test_phased_minimax check them end to end.
+OUTPUT_RELEASES = ("output_perturbation", "phased_output_perturbation",
+                   "phased_minimax_output_perturbation", "csc_output_perturbation")
 #: Closed-form records of a paper's theorem: not derived from the releases (they say so).
 THEOREM_ACCOUNTANTS = ("paper_theorem_3_3",)
 

@@ -122,7 +122,7 @@ def test_scale_epsilon_subset():
          "tables[0]: unknown table 'no_such_table'"),
         (lambda s: s["experiments"]["exp"]["methods"].update(
             dp_sgda={"epsilons": [1], "params": {}}),
-         "methods.dp_sgda: its task 'synthetic_optimization' draws its own data"),
+         "methods: mixes methods on synthetic problems ['dp_sgda'] with methods on datasets"),
     ],
 )
 def test_semantic_errors_name_the_key(mutate, message):
@@ -132,6 +132,40 @@ def test_semantic_errors_name_the_key(mutate, message):
         expand_jobs(spec, "smoke", source="papers/tiny/experiments.yaml")
     assert message in str(err.value)
     assert "papers/tiny/experiments.yaml" in str(err.value)
+
+
+PROBLEM_SPEC = {
+    "paper": "tiny", "delta": 1e-7,
+    "experiments": {"rates": {
+        "datasets": ["p1_least_squares", "g1_quadratic_game"],
+        "methods": {"output_perturbation": {"epsilons": [0.5], "params": {"n": [256, 512]}},
+                    "exact_solution": {"params": {"n": [256, 512]}}},
+        "scales": {"smoke": {"seeds": [0, 1]}}}},
+}
+
+
+def test_problem_experiments_name_the_problem_where_a_dataset_goes():
+    """A method that draws its own data runs on the problems listed as datasets: the job's
+    ``problem`` parameter is its dataset, and it is not attacked."""
+    jobs = expand_jobs(PROBLEM_SPEC, "smoke", dataset_override=["adult"])
+    assert sorted((j.dataset, j.method, j.epsilon) for j in jobs) == [
+        ("g1_quadratic_game", "exact_solution", "inf"),
+        ("g1_quadratic_game", "output_perturbation", "0.5"),
+        ("p1_least_squares", "exact_solution", "inf"),
+        ("p1_least_squares", "output_perturbation", "0.5")]
+    assert all(j.params["problem"] == j.dataset and not j.attacked for j in jobs)
+    assert all(j.attacked for j in expand_jobs(SPEC, "smoke"))
+
+
+def test_a_problem_experiment_refuses_a_dataset_and_the_reverse():
+    spec = copy.deepcopy(PROBLEM_SPEC)
+    spec["experiments"]["rates"]["datasets"].append("adult")
+    with pytest.raises(ExperimentConfigError, match=r"datasets\[2\]: unknown problem 'adult'"):
+        expand_jobs(spec, "smoke")
+    spec = copy.deepcopy(SPEC)
+    spec["experiments"]["exp"]["datasets"] = ["p1_least_squares"]
+    with pytest.raises(ExperimentConfigError, match="unknown dataset 'p1_least_squares'"):
+        expand_jobs(spec, "smoke")
 
 
 def test_the_shipped_grids_expand_at_every_scale():

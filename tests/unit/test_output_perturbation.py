@@ -122,3 +122,58 @@ def test_the_released_outputs_carry_the_planned_noise(problem):
             for r, run in enumerate(runs)]) / std
         rms = float(noise.pow(2).mean().sqrt())
         assert abs(math.log(rms)) < 4.0 / math.sqrt(2 * noise.numel()) + 0.01, (block, rms)
+
+
+@pytest.mark.parametrize(("problem", "solver"), [("p1_least_squares", "svrg"),
+                                                 ("p1_least_squares", "agd"),
+                                                 ("g1_quadratic_game", "pb_svrg"),
+                                                 ("g1_quadratic_game", "extragradient")])
+def test_an_iterative_solver_is_within_the_radius_of_the_exact_solution(problem, solver):
+    """Noise off: each run's output meets Alg. 1 line 1 (||A(S) - x*|| <= L / (mu n)) or Alg.
+    3's (3) (sum_b mu_b ||A_b(S) - z*_b||^2 <= L^2 / (mu n^2)) against the exact empirical
+    solution, and its gradient evaluations are recorded in its metric row."""
+    method, n = get_method("exact_solution"), 512
+    runs = [RunSpec(seed, math.inf, 1e-5, {"problem": problem, "n": n, "solver": solver})
+            for seed in (0, 1)]
+    fit = method.fit(None, runs, CPU)
+    rows = method.task.evaluate(method, fit, None, CPU)
+    params = fit.resolved_params[0]
+    instance = method.problem(params)
+    constants = instance.constants
+    moduli = constants.strong_convexity
+    for r, run in enumerate(runs):
+        exact = instance.empirical_solution(method.sample(instance, run, params, CPU))
+        if instance.maximized:
+            moved = sum(moduli[b] * float((fit.state[b][r] - exact[b]).square().sum())
+                        for b in exact)
+            assert moved <= constants.lipschitz ** 2 / (min(moduli.values()) * n ** 2)
+        else:
+            moved = float(torch.linalg.vector_norm(fit.state["x"][r] - exact["x"]))
+            assert moved <= constants.lipschitz / (moduli["x"] * n)
+        assert rows[r]["gradient_evaluations"] > n
+        assert rows[r]["gradient_evaluations_per_sample"] == rows[r]["gradient_evaluations"] / n
+
+
+def test_the_solver_changes_neither_the_plan_nor_the_noise():
+    """The certificate makes the accuracy condition hold with probability 1: the same plan
+    and, run by run, the same noise on top of a point within the radius; the exact solver
+    records no gradient count."""
+    method = get_method("output_perturbation")
+    fits, plans = {}, {}
+    for solver in ("exact", "gd"):
+        runs = [RunSpec(seed, 0.5, 1e-6, {"problem": "p1_least_squares", "n": 256,
+                                          "solver": solver}) for seed in (0, 1)]
+        plans[solver] = [method.plan(run, 256).record for run in runs]
+        fits[solver] = method.fit(None, runs, CPU)
+    assert plans["exact"] == plans["gd"]
+    assert fits["exact"].counters == [{}, {}]
+    assert all(c["gradient_evaluations"] > 0 for c in fits["gd"].counters)
+    radius = method.problem(fits["gd"].resolved_params[0]).constants.lipschitz / (0.1 * 256)
+    moved = torch.linalg.vector_norm(fits["gd"].state["x"] - fits["exact"].state["x"], dim=-1)
+    assert float(moved.max()) <= radius
+
+
+def test_a_minimizing_solver_is_refused_on_a_min_max_problem():
+    with pytest.raises(ValueError, match="minimizes"):
+        get_method("output_perturbation").plan(
+            RunSpec(0, 1.0, 1e-5, {"problem": "g1_quadratic_game", "solver": "svrg"}), 1000)

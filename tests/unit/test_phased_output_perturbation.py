@@ -89,3 +89,29 @@ def test_min_max_problems_are_refused():
     with pytest.raises(ValueError, match="min-max"):
         get_method("phased_output_perturbation").plan(
             RunSpec(0, 1.0, 1e-5, {"problem": "g1_quadratic_game"}), 1024)
+
+
+@pytest.mark.parametrize("solver", ["svrg", "agd", "extragradient"])
+def test_each_phase_is_within_its_radius_of_the_exact_phase_solution(solver):
+    """Noise off: every phase's point is within L / (mu_k nbar) of the exact solution of that
+    phase's subproblem (its chunk, centred at the previous phase's point), and the run's
+    gradient evaluations are the sum over the phases."""
+    method = get_method("phased_exact")
+    run = RunSpec(3, math.inf, 1e-5, {"n": 256, "solver": solver})
+    states = []
+    fit = method.fit(None, [run], CPU, monitor=lambda step, model, state: states.append(
+        state["x"][0].clone()))
+    params = fit.resolved_params[0]
+    problem = method.problem(params)
+    sample = method.sample(problem, run, params, CPU)
+    chunk, lipschitz = params["chunk"], problem.constants.lipschitz
+    previous = torch.zeros(problem.blocks[0].dim, dtype=problem.dtype)
+    for k, state in enumerate(states, start=1):
+        rows = {key: value[(k - 1) * chunk:k * chunk] for key, value in sample.items()}
+        modulus = params["mu"] * 2 ** k
+        exact = problem.empirical_solution(rows, prox=({"x": previous}, {"x": modulus}))["x"]
+        assert float(torch.linalg.vector_norm(state - exact)) <= lipschitz / (modulus * chunk)
+        previous = state
+    (row,) = method.task.evaluate(method, fit, None, CPU)
+    assert row["gradient_evaluations"] >= len(states) * chunk
+    assert row["gradient_evaluations_per_sample"] == row["gradient_evaluations"] / 256

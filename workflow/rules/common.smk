@@ -5,6 +5,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from dpminimax.experiments import ExperimentConfigError, expand_jobs, load_experiments
+from dpminimax.problems import PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
     dataset_code_fingerprint,
@@ -78,6 +79,14 @@ def paper_jobs(paper):
     return [job for job in JOBS.values() if job.paper == paper]
 
 
+def problem_pattern(included):
+    """A wildcard pattern matching the synthetic problems' names (``included``) or every other
+    dataset name: rule ``train`` takes datasets, rule ``train_problem`` problems."""
+    names = "|".join(sorted(PROBLEMS))
+    # the lookahead ends at the path separator after the wildcard (or the end of the string)
+    return f"(?:{names})" if included else f"(?!(?:{names})(?:/|$))[a-z0-9_-]+"
+
+
 def reported_baselines(paper):
     """The paper's plotted baseline numbers (papers/<paper>/reference/), if it has any."""
     path = Path(workflow.basedir) / "papers" / paper / "reference" / "reported_baselines.csv"
@@ -114,6 +123,8 @@ def benchmark_data(wildcards):
 
 
 def data_inputs(wildcards):
+    if wildcards.dataset in PROBLEMS:  # a synthetic problem: its jobs draw their own data
+        return {}
     return {
         "arrays": f"results/data/{wildcards.dataset}/arrays.npz",
         "meta": f"results/data/{wildcards.dataset}/meta.json",

@@ -4,7 +4,7 @@
 rule aggregate:
     input:
         metrics=lambda wc: [f"{job.train_dir}/metrics.parquet" for job in paper_jobs(wc.paper)],
-        attacks=lambda wc: [job.attack_path for job in paper_jobs(wc.paper)],
+        attacks=lambda wc: [job.attack_path for job in paper_jobs(wc.paper) if job.attacked],
     output:
         "results/{paper}/runs.parquet",
     params:

@@ -2,12 +2,15 @@
 # then every trained run is attacked in the same process (membership inference beside the
 # ceiling its (epsilon, delta) implies), so a job pays its imports and set-up once.
 # A tuned job (tuning: protocol) trains the configurations its select_configs rule chose.
+# A job on a synthetic problem (rule train_problem) draws its own data and is not attacked.
 
 
 TRAIN_DIR = "results/{paper}/train/{experiment}/{dataset}/{method}/eps~{eps}"
 
 
 rule train:
+    wildcard_constraints:
+        dataset=problem_pattern(included=False),
     input:
         unpack(train_inputs),
     output:
@@ -25,6 +28,30 @@ rule train:
         gpu=lambda wildcards: job_of(wildcards).gpus,
         runtime=lambda wildcards, attempt: attempt * (1440 if job_of(wildcards).gpus else 240),
         mem_mb=lambda wildcards, attempt: attempt * (32000 if job_of(wildcards).gpus else 8000),
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/train/{experiment}/{dataset}/{method}/eps~{eps}.log",
+    benchmark:
+        "results/{paper}/benchmarks/train/{experiment}/{dataset}/{method}/eps~{eps}.tsv"
+    script:
+        "../scripts/train.py"
+
+
+rule train_problem:
+    wildcard_constraints:
+        dataset=problem_pattern(included=True),
+    output:
+        metrics=f"{TRAIN_DIR}/metrics.parquet",
+        model=f"{TRAIN_DIR}/model.pt",
+        accounting=f"{TRAIN_DIR}/accounting.json",
+        run_config=f"{TRAIN_DIR}/run_config.json",
+    params:
+        run_config=lambda wildcards: job_of(wildcards).run_config(TRAIN_CODE),
+        code=TRAIN_CODE,
+    resources:
+        runtime=lambda wildcards, attempt: attempt * 240,
+        mem_mb=lambda wildcards, attempt: attempt * 8000,
     conda:
         CONDA_ENV
     log:

@@ -1,5 +1,6 @@
 """Snakemake adapter: rule train -> dpminimax.api.train, then dpminimax.api.attack on its
-models in the same process."""
+models in the same process; rule train_problem -> dpminimax.api.train alone (no data, no
+attack)."""
 
 from dpminimax.threads import reserve_threads
 
@@ -11,14 +12,16 @@ from dpminimax import api  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     api.set_threads(snakemake.threads)
+    data_dir = Path(snakemake.input.arrays).parent if "arrays" in snakemake.input.keys() else None
     api.train(
         snakemake.params.run_config,
-        data_dir=Path(snakemake.input.arrays).parent,
+        data_dir=data_dir,
         out_dir=Path(snakemake.output.metrics).parent,
         selection=snakemake.input.get("selection"),
     )
-    api.attack(
-        train_dir=Path(snakemake.output.metrics).parent,
-        data_dir=Path(snakemake.input.arrays).parent,
-        out_path=snakemake.output.attack,
-    )
+    if "attack" in snakemake.output.keys():
+        api.attack(
+            train_dir=Path(snakemake.output.metrics).parent,
+            data_dir=data_dir,
+            out_path=snakemake.output.attack,
+        )

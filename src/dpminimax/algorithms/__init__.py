@@ -7,6 +7,12 @@ from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
 from dpminimax.algorithms.output_perturbation import ExactSolution, OutputPerturbation
+from dpminimax.algorithms.phased_minimax import (
+    CscExact,
+    CscOutputPerturbation,
+    PhasedMinimaxExact,
+    PhasedMinimaxOutputPerturbation,
+)
 from dpminimax.algorithms.phased_output_perturbation import PhasedExact, PhasedOutputPerturbation
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
 from dpminimax.algorithms.sgda import DpSgda, Sgda
@@ -19,7 +25,8 @@ METHODS: dict[str, type[Method]] = {
                               Jagielski2019NonPrivate, Tran2021a, Tran2021aNonPrivate,
                               Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
                               OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
-                              PhasedExact)
+                              PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
+                              CscOutputPerturbation, CscExact)
 }
 
 

@@ -52,6 +52,10 @@ class FitResult:
     runs: list[RunSpec]
     accounting: list[dict]
     resolved_params: list[dict] = field(default_factory=list)
+    #: Per-run counts the program kept while training (its optional ``counters``: BYOA's base
+    #: solvers' gradient evaluations), which the task adds to each run's metric row; empty
+    #: when it keeps none.
+    counters: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,8 @@ T = TypeVar("T")
 class Program(Protocol):
     """R runs of one method as one batched program: :meth:`step` advances every run by one
     step (a run that has taken its planned steps stays as it is); ``state`` is what the runs
-    output (leading run axis) and ``model`` the batched model that reads it."""
+    output (leading run axis) and ``model`` the batched model that reads it. A program may
+    also keep ``counters``, one dict of counts per run (:attr:`FitResult.counters`)."""
 
     model: Any
     #: The number of :meth:`step` calls that train every run to its end.
@@ -226,7 +231,8 @@ class Method(ABC):
             if monitor is not None:
                 monitor(step, program.model, program.state)
         return FitResult(program.model, program.state, list(runs),
-                         [dict(plan.record) for plan in plans], resolved)
+                         [dict(plan.record) for plan in plans], resolved,
+                         [dict(c) for c in getattr(program, "counters", [])])
 
 
 M = TypeVar("M", bound=Method)
@@ -306,3 +312,15 @@ def shared_values(resolved: Sequence[Mapping[str, Any]], names: Sequence[str],
             )
         shared[name] = next(iter(values.values()))
     return shared
+
+
+def shared_groups(method: Method, runs: Sequence[RunSpec]) -> list[list[RunSpec]]:
+    """``runs`` split into the groups that can train as one batched program: one per distinct
+    value of the method's shared parameters (a rate study's sample sizes n, for instance), in
+    the order the values first appear."""
+    groups: dict[tuple[str, ...], list[RunSpec]] = {}
+    for run in runs:
+        resolved = method.resolve(run.params)
+        key = tuple(repr(resolved.get(name)) for name in method.shared_parameters)
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())

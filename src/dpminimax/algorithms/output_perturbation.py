@@ -1,11 +1,16 @@
-"""Output perturbation with an exact base solver: BYOA (paper 003) Algorithm 1 (strongly convex
-minimization) and Algorithm 3 (SC-SC min-max), and the exact non-private solution (the
-spec's B0 / B5 references).
+"""Output perturbation: BYOA (paper 003) Algorithm 1 (strongly convex minimization) and
+Algorithm 3 (SC-SC min-max), and the exact non-private solution (the spec's B0 / B5
+references).
 
-Each run solves its empirical problem (:meth:`~dpminimax.problems.Problem.empirical_solution`,
-exact to machine precision: the accuracy conditions of Alg. 1 line 1 and Alg. 3's (3) hold with
-probability 1) and releases every block once with Gaussian noise, under the paper's replace-one
-relation with the paper's high-probability sensitivities:
+Each run solves its empirical problem with the base solver ``solver`` (:mod:`dpminimax.solvers`):
+``exact`` (:meth:`~dpminimax.problems.Problem.empirical_solution`, exact to machine precision) or
+an iterative solver stopped by its deterministic certificate at the accuracy of Alg. 1 line 1,
+||A(S) - x*|| <= L / (mu n), or Alg. 3's (3), mu_x ||dx||^2 + mu_y ||dy||^2 <= L^2 / (mu n^2)
+(:func:`output_target`). Either way the condition holds with probability 1, so the privacy plan
+does not depend on the solver; an iterative solver's per-sample gradient evaluations are the
+run's ``gradient_evaluations`` (and ``gradient_evaluations_per_sample``, over n). Every block is
+released once with Gaussian noise, under the paper's replace-one relation with the paper's
+high-probability sensitivities:
 
 * Alg. 1: Delta = 4 L / (mu n) (stability 2L / (mu n) plus twice the solver radius L / (mu n));
   the paper's sigma = 4 L sqrt(2 log(2.5 / delta)) / (mu n epsilon), i.e. the multiplier
@@ -36,34 +41,41 @@ import torch
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
 from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
+from dpminimax.algorithms.utility_bounds import output_perturbation_bounds
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan_event
 from dpminimax.problems import Problem
 from dpminimax.seeding import make_generator
+from dpminimax.solvers import SOLVERS, Target, check_solver, solve
 
 SHARED = ("problem", "instance", "n", "sigma", "accountant")
+#: The base-solver parameter of Algs. 1-3 (:mod:`dpminimax.solvers`).
+SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact"}
+SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS)}
 
 
 class OutputPerturbation(ProblemMethod):
-    """BYOA Alg. 1 (a minimization problem) or Alg. 3 (a min-max problem) with the exact
-    solver (module docstring)."""
+    """BYOA Alg. 1 (a minimization problem) or Alg. 3 (a min-max problem) with the base solver
+    ``solver`` (module docstring)."""
 
     name: ClassVar[str] = "output_perturbation"
     label: ClassVar[str] = "Output perturbation (BYOA Alg. 1 / 3)"
     paper: ClassVar[str] = "byoa"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "sigma": "paper",
-                                            "accountant": "pld"}
+                                            "accountant": "pld", **SOLVER_PARAMETERS}
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),
-                                          "accountant": ACCOUNTANT}
+                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
+    utility_bounds = staticmethod(output_perturbation_bounds)
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """One Gaussian release per block of the exact empirical solution, with the paper's
-        sensitivities and (``sigma``) the paper's or the calibrated multiplier."""
+        """One Gaussian release per block of the (certified) empirical solution, with the
+        paper's sensitivities and (``sigma``) the paper's or the calibrated multiplier."""
         params = self.resolve(run.params)
+        check_solver(params["solver"], self.problem(params))
         sensitivities = output_sensitivities(self.problem(params), n)
         return output_plan(self, run, params, len(sensitivities),
                            lambda multiplier: output_releases(sensitivities, multiplier), {})
@@ -73,7 +85,8 @@ class OutputPerturbation(ProblemMethod):
                 plans: Sequence[RunPlan], device: torch.device) -> OutputProgram:
         problem = self.problem(shared)
         return OutputProgram(problem, self.samples(problem, runs, resolved, device),
-                             [run.seed for run in runs], plans, device=device)
+                             [run.seed for run in runs], [p["solver"] for p in resolved],
+                             plans, device=device)
 
 
 def output_plan(method: ProblemMethod, run: RunSpec, params: dict[str, Any], blocks: int,
@@ -119,6 +132,27 @@ def output_sensitivities(problem: Problem, n: int) -> dict[str, float]:
             for block in problem.blocks}
 
 
+def output_target(problem: Problem, n: int) -> Target:
+    """The accuracy the base solver must certify: Alg. 1 line 1, ||A(S) - x*|| <= L / (mu n);
+    Alg. 3's (3), sqrt(mu_x ||dx||^2 + mu_y ||dy||^2) <= L / (sqrt(mu) n)."""
+    constants = problem.constants
+    lipschitz, moduli = constants.lipschitz, constants.strong_convexity
+    if not problem.maximized:
+        (block,) = problem.blocks
+        return Target(lipschitz / (moduli[block.name] * n))
+    weights = {block.name: moduli[block.name] for block in problem.blocks}
+    return Target(lipschitz / (math.sqrt(min(weights.values())) * n), weights)
+
+
+def solver_counters(evaluations: int | None, n: int) -> dict[str, float]:
+    """A run's metric columns for its base solver's per-sample gradient evaluations (none
+    for the exact solver, which counts none)."""
+    if evaluations is None:
+        return {}
+    return {"gradient_evaluations": evaluations,
+            "gradient_evaluations_per_sample": evaluations / n}
+
+
 def paper_multiplier(blocks: int, target: float, delta: float) -> float:
     """sigma / Delta as printed: Alg. 1 sqrt(2 log(2.5 / delta)) / epsilon; Alg. 3 (two
     blocks, each at (epsilon / 2, delta / 4)) 2 sqrt(2 log(5 / delta)) / epsilon."""
@@ -145,13 +179,20 @@ def calibrated_multiplier(blocks: int, target: float, delta: float, accountant: 
 
 
 class OutputProgram:
-    """One step: every run's exact empirical solution, each block released with its noise
-    (stream ``"noise_<block>"``). ``model`` is the problem."""
+    """One step: every run's empirical solution by its base solver (certified to
+    :func:`output_target`; its randomness from stream ``"solver"``), each block released with
+    its noise (stream ``"noise_<block>"``). ``model`` is the problem; ``counters`` are the
+    runs' :func:`solver_counters`."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
-                 seeds: Sequence[int], plans: Sequence[RunPlan], *,
+                 seeds: Sequence[int], solvers: Sequence[str], plans: Sequence[RunPlan], *,
                  device: torch.device) -> None:
         self.model, self.samples, self.steps = problem, samples, 1
+        self.solvers = solvers
+        self.n = len(next(iter(samples[0].values())))
+        self.target = output_target(problem, self.n)
+        self.solver_streams = [make_generator(seed, "solver") for seed in seeds]
+        self.counters: list[dict[str, float]] = [{} for _ in seeds]
         self.releases = {block.name: BatchedRelease(
             [plan.release(f"output_{block.name}") for plan in plans], device)
             for block in problem.blocks}
@@ -160,7 +201,12 @@ class OutputProgram:
         self.state: dict[str, torch.Tensor] = {}
 
     def step(self) -> None:
-        solutions = [self.model.empirical_solution(sample) for sample in self.samples]
+        solved = [solve(name, self.model, sample, None, self.target, stream)
+                  for name, sample, stream in zip(self.solvers, self.samples,
+                                                  self.solver_streams, strict=True)]
+        solutions = [solution.point for solution in solved]
+        self.counters = [solver_counters(solution.gradient_evaluations, self.n)
+                         for solution in solved]
         self.state = {name: release.perturb(torch.stack([s[name] for s in solutions]),
                                             self.noise[name])
                       for name, release in self.releases.items()}

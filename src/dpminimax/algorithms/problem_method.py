@@ -51,6 +51,13 @@ class ProblemMethod(Method):
     def sample_size(self, data: PreparedDataset | None, shared: dict[str, Any]) -> int:
         return int(shared["n"])
 
+    @staticmethod
+    def utility_bounds(problem: Problem, n: int, epsilon: float,
+                       delta: float) -> dict[str, float]:
+        """The paper's printed bound on the expectation of each metric (:mod:`.utility_bounds`;
+        none here: a method with a theorem overrides this)."""
+        return {}
+
 
 @functools.lru_cache(maxsize=64)
 def _problem(name: str, instance: int) -> Problem:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpminimax.problems.base import Block, Constants, Problem
-from dpminimax.problems.games import BilinearGame, QuadraticGame
+from dpminimax.problems.games import BilinearGame, CscGame, QuadraticGame
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
 
 PROBLEMS: dict[str, type[Problem]] = {
@@ -15,6 +15,7 @@ PROBLEMS: dict[str, type[Problem]] = {
     "p1_convex_least_squares": ConvexLeastSquares,
     "g1_quadratic_game": QuadraticGame,
     "g2_bilinear_game": BilinearGame,
+    "g4_csc_game": CscGame,
 }
 
 
@@ -28,6 +29,6 @@ def get_problem(name: str, **kwargs: Any) -> Problem:
     return cls(**kwargs)
 
 
-__all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "ConvexLeastSquares",
+__all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame",
            "LeastSquares", "Problem",
            "QuadraticGame", "get_problem"]

@@ -1,8 +1,9 @@
-"""G1 and G2 (spec 003 §5.3): min-max games with random rank-one coupling, for Algs. 3-5.
+"""G1, G2 and G4 (spec 003 §5.3): min-max games with random rank-one coupling, for Algs. 3-5
+and the C-SC variant (Cor. 4.9).
 
 Examples: a = r u, c = r Q u (u uniform on the sphere, Q a fixed orthogonal matrix), so
 E[a c^T] = (r^2 / d) Q^T; p = p_bar + rho v, q = q_bar + rho v' (v, v' uniform on the sphere).
-Both objectives depend on a sample only through the means (P, |p|^2, B, Q, |q|^2) of p,
+The objectives depend on a sample only through the means (P, |p|^2, B, Q, |q|^2) of p,
 ||p||^2, a c^T, q, ||q||^2 (:class:`Moments`), so the population objective, the empirical one,
 their saddle points and their strong gaps are one formula each, evaluated on the population
 moments or on a sample's.
@@ -11,9 +12,12 @@ moments or on a sample's.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from scipy.optimize import brentq
 
 from dpminimax.problems.base import (
     Block,
@@ -40,7 +44,7 @@ class Moments:
 
 
 class RankOneGame(Problem):
-    """The shared part of G1 and G2: sampling, moments, the strong gap from best responses."""
+    """The shared part of G1, G2 and G4: sampling, moments, the strong gap from best responses."""
 
     def __init__(self, d: int, r: float, rho: float, center_norm: float, radius: float,
                  seed: int, dtype: torch.dtype) -> None:
@@ -84,6 +88,17 @@ class RankOneGame(Problem):
         best_y, best_x = self.best_responses(point, moments)
         return (self.value({"x": point["x"], "y": best_y}, moments)
                 - self.value({"x": best_x, "y": point["y"]}, moments))
+
+    def primal_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
+        """Phi(x~) - min_x Phi (R,) with Phi(x) = max_{y in Y} F(x, y), on the population or on
+        ``examples``: the metric of a method that releases x only (BYOA Cor. 4.9). min_x Phi is
+        F at the saddle point (exact where :meth:`saddle` is the constrained one: G4's, and
+        G1's and G2's when it is interior)."""
+        moments = self.moments(examples)
+        x = point["x"]
+        best_y, _ = self.best_responses({"x": x, "y": torch.zeros_like(x)}, moments)
+        saddle = {name: value.unsqueeze(0) for name, value in self.saddle(moments).items()}
+        return self.value({"x": x, "y": best_y}, moments) - self.value(saddle, moments)
 
     def population_solution(self) -> Point:
         return self.saddle(self.moments())
@@ -145,11 +160,14 @@ class QuadraticGame(RankOneGame):
         return best_y, best_x
 
     def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
-        """The interior saddle point: [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q]
-        (the proximal term adds each block's modulus to its mu and modulus x center to its
-        right-hand side)."""
-        return _quadratic_saddle(moments.coupling, self.mu_x * moments.p,
-                                 self.mu_y * moments.q, self.mu_x, self.mu_y, prox)
+        """The saddle point on the balls (:func:`_ball_saddle`): inside them
+        [[mu_x I, B], [-B^T, mu_y I]] [x; y] = [mu_x P; mu_y Q] (the proximal term adds each
+        block's modulus to its mu and modulus x center to its right-hand side). Constrained,
+        because Alg. 3's sensitivity (Lemma 4.3 with the a-priori L) holds on the domain only:
+        a small sample's unconstrained saddle point can leave the balls."""
+        x_block, y_block = self.blocks
+        return _ball_saddle(moments.coupling, self.mu_x * moments.p, self.mu_y * moments.q,
+                            self.mu_x, self.mu_y, prox, x_block.radius, y_block.radius)
 
 
 class BilinearGame(RankOneGame):
@@ -197,29 +215,140 @@ class BilinearGame(RankOneGame):
         return (y_block.radius * _direction(toward_y), x_block.radius * _direction(toward_x))
 
     def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
-        """x* = B^{-T} Q, y* = -B^{-1} P, or with the proximal term the regularized system."""
+        """x* = B^{-T} Q, y* = -B^{-1} P (the unconstrained saddle point: interior for the
+        population by the choice of ``center_norm``; a small sample's may leave the balls, which
+        only the non-private references use), or with the proximal term of BYOA Algs. 4 / 5
+        (both moduli > 0) the regularized saddle point on the balls (:func:`_ball_saddle`: the
+        phases' sensitivity holds on the domain only)."""
         if prox is None:
             return {"x": torch.linalg.solve(moments.coupling.T, moments.q),
                     "y": -torch.linalg.solve(moments.coupling, moments.p)}
-        return _quadratic_saddle(moments.coupling, -moments.p, -moments.q, 0.0, 0.0, prox)
+        x_block, y_block = self.blocks
+        return _ball_saddle(moments.coupling, -moments.p, -moments.q, 0.0, 0.0, prox,
+                            x_block.radius, y_block.radius)
 
 
-def _quadratic_saddle(coupling: torch.Tensor, right_x: torch.Tensor, right_y: torch.Tensor,
-                      mu_x: float, mu_y: float, prox: Prox | None) -> Point:
-    """The stationary point of mu_x ||x||^2 / 2 - <right_x, x> + x^T B y - mu_y ||y||^2 / 2 +
-    <right_y, y> (plus the proximal term): [[mu_x I, B], [-B^T, mu_y I]] [x; y] =
-    [right_x; right_y]."""
+class CscGame(RankOneGame):
+    """G4, C-SC (BYOA Cor. 4.9): f = <a, x><c, y> + <p, x> - mu_y ||y - q||^2 / 2 on balls of
+    radius D. Population saddle point y* = -B^{-1} P, x* = mu_y B^{-T} (y* - Q): the default
+    ``center_norm`` (D / 4) min(b, b^2 / (mu_y (1 + b))), b = r^2 / d, puts both blocks within
+    D / 4 (interior). Empirical and proximal saddle points are the constrained ones
+    (:func:`_ball_saddle`: a phase's noisy center may put them on a boundary), so
+    min_x Phi = F at the saddle point exactly. Best responses: y, the projection of
+    Q + B^T x / mu_y (isotropic quadratic); x, the radius along -(B y + P) (linear in x).
+    Constants: l = r^2 + mu_y, L = sqrt((r^2 D + p_max)^2 + (r^2 D + mu_y (D + q_max))^2),
+    strong convexity {x: 0, y: mu_y}; the default mu_y = 0.1 meets Cor. 4.9's
+    mu_y >= L / (D sqrt(n)) from n = 232 on."""
+
+    def __init__(self, d: int = 10, r: float = 1.0, mu_y: float = 0.1, rho: float = 0.1,
+                 center_norm: float | None = None, radius: float = 4.0, seed: int = 0,
+                 dtype: torch.dtype = torch.float64) -> None:
+        b = r ** 2 / d
+        norm = (radius / 4.0 * min(b, b ** 2 / (mu_y * (1.0 + b))) if center_norm is None
+                else center_norm)
+        super().__init__(d, r, rho, norm, radius, seed, dtype)
+        self.mu_y = mu_y
+
+    @property
+    def constants(self) -> Constants:
+        radius, r2 = self.blocks[0].radius, self.r ** 2
+        p_max = float(torch.linalg.vector_norm(self.p_bar)) + self.rho
+        q_max = float(torch.linalg.vector_norm(self.q_bar)) + self.rho
+        lipschitz = ((r2 * radius + p_max) ** 2
+                     + (r2 * radius + self.mu_y * (radius + q_max)) ** 2) ** 0.5
+        return Constants(lipschitz, r2 + self.mu_y, {"x": 0.0, "y": self.mu_y}, radius)
+
+    def example_loss(self, point: Point, example: Examples) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        dy = y - example["q"]
+        return ((example["a"] @ x) * (example["c"] @ y) + example["p"] @ x
+                - 0.5 * self.mu_y * (dy @ dy))
+
+    def per_example_grads(self, point: Point, examples: Examples) -> Point:
+        x, y = point["x"].unsqueeze(1), point["y"].unsqueeze(1)
+        ax = (examples["a"] * x).sum(-1, keepdim=True)
+        cy = (examples["c"] * y).sum(-1, keepdim=True)
+        return {"x": cy * examples["a"] + examples["p"],
+                "y": ax * examples["c"] - self.mu_y * (y - examples["q"])}
+
+    def value(self, point: Point, moments: Moments) -> torch.Tensor:
+        x, y = point["x"], point["y"]
+        return (torch.einsum("ri,ij,rj->r", x, moments.coupling, y) + x @ moments.p
+                - 0.5 * self.mu_y * ((y * y).sum(-1) - 2 * y @ moments.q + moments.q_square))
+
+    def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
+        x_block, y_block = self.blocks
+        best_y = y_block.project(moments.q + point["x"] @ moments.coupling / self.mu_y)
+        toward_x = -(point["y"] @ moments.coupling.T + moments.p)
+        return best_y, x_block.radius * _direction(toward_x)
+
+    def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
+        """The saddle point on the balls (:func:`_ball_saddle`): inside them the stationary
+        point [[0, B], [-B^T, mu_y I]] [x; y] = [-P; mu_y Q] (the proximal term adds each
+        block's modulus to its diagonal and modulus x center to its right-hand side); exact
+        also where a phase's noisy center puts it on a boundary."""
+        x_block, y_block = self.blocks
+        return _ball_saddle(moments.coupling, -moments.p, self.mu_y * moments.q, 0.0, self.mu_y,
+                            prox, x_block.radius, y_block.radius)
+
+
+def _with_prox(right_x: torch.Tensor, right_y: torch.Tensor, mu_x: float, mu_y: float,
+               prox: Prox | None) -> tuple[torch.Tensor, torch.Tensor, float, float]:
+    """The right-hand sides and moduli with the proximal term absorbed: each block's modulus
+    added to its mu and modulus x center to its right-hand side."""
     if prox is not None:
         centers, moduli = prox
         mu_x, mu_y = mu_x + moduli.get("x", 0.0), mu_y + moduli.get("y", 0.0)
         right_x = right_x + moduli.get("x", 0.0) * centers["x"] if "x" in moduli else right_x
         right_y = right_y + moduli.get("y", 0.0) * centers["y"] if "y" in moduli else right_y
-    d = coupling.shape[0]
-    eye = torch.eye(d, dtype=coupling.dtype)
-    system = torch.cat([torch.cat([mu_x * eye, coupling], 1),
-                        torch.cat([-coupling.T, mu_y * eye], 1)])
-    solution = torch.linalg.solve(system, torch.cat([right_x, right_y]))
-    return {"x": solution[:d], "y": solution[d:]}
+    return right_x, right_y, mu_x, mu_y
+
+
+def _ball_saddle(coupling: torch.Tensor, right_x: torch.Tensor, right_y: torch.Tensor,
+                 mu_x: float, mu_y: float, prox: Prox | None, radius_x: float,
+                 radius_y: float) -> Point:
+    """The saddle point of mu_x ||x||^2 / 2 - <right_x, x> + x^T B y - mu_y ||y||^2 / 2 +
+    <right_y, y> (plus the proximal term) over the balls ||x|| <= R_x, ||y|| <= R_y (mu_y,
+    with the proximal term, > 0): the solution of
+    [[(mu_x + alpha) I, B], [-B^T, (mu_y + beta) I]] [x; y] = [right_x; right_y] with the balls'
+    multipliers alpha, beta >= 0 zero unless their ball is tight (KKT). In B's singular basis
+    the system is 2 x 2 per singular value; ||y|| falls with beta, and ||x|| (at its alpha's
+    beta) with alpha (the derivative of the concave dual function of the x ball), so each
+    tight multiplier is the root of its norm minus its radius (beta inside alpha)."""
+    right_x, right_y, mu_x, mu_y = _with_prox(right_x, right_y, mu_x, mu_y, prox)
+    u, singular, vh = torch.linalg.svd(coupling)
+    rx, ry = u.T @ right_x, vh @ right_y
+
+    def solve(alpha: float, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = mu_x + alpha, mu_y + beta
+        det = a * b + singular * singular
+        return (b * rx - singular * ry) / det, (singular * rx + a * ry) / det
+
+    def at(alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = solve(alpha, 0.0)
+        if _excess(y, radius_y) > 0:
+            x, y = solve(alpha, _multiplier(lambda beta: _excess(solve(alpha, beta)[1],
+                                                                 radius_y)))
+        return x, y
+
+    x, y = at(0.0)
+    if not _excess(x, radius_x) <= 0:   # nan where mu_x = 0 and B is singular
+        x, y = at(_multiplier(lambda alpha: _excess(at(alpha)[0], radius_x)))
+    return {"x": u @ x, "y": vh.T @ y}
+
+
+def _excess(value: torch.Tensor, radius: float) -> float:
+    return float(torch.linalg.vector_norm(value)) - radius
+
+
+def _multiplier(excess: Callable[[float], float]) -> float:
+    """The multiplier t > 0 at which a norm falling in t meets its radius: the root of
+    ``excess(t)`` (the norm minus the radius, positive at t = 0), bracketed by doubling and
+    found by Brent's method to float precision."""
+    low, high = 0.0, 1.0
+    while excess(high) > 0:
+        low, high = high, 2.0 * high
+    return float(brentq(excess, low, high, xtol=1e-300, rtol=4.0 * float(np.finfo(float).eps)))
 
 
 def _direction(value: torch.Tensor) -> torch.Tensor:

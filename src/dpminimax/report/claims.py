@@ -18,8 +18,11 @@ Where our number comes from, in this order:
                   p_clip: {min: 0, max: 2}}    # value | list of values | inclusive range
          by: [experiment, p_gamma]             # optional: mean over the runs (seeds) of each group
          agg: max                              # mean | median | max | min (over runs or groups)
+                                               # | loglog_slope (see below)
 
-   Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``).
+   Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``). ``agg:
+   loglog_slope`` with one ``by`` column x (a rate claim: "the error decays like n^-2") is the
+   least-squares slope of log(mean metric) against log(x) over the groups.
 
 A claim none of whose datasets appears in the runs is ``not run: data unavailable`` unless a
 measured value is given.
@@ -53,7 +56,7 @@ NOT_RUN = "not run"
 
 COMPARISONS = ("approx", "at_least", "at_most", "above", "below", "qualitative")
 TOLERANCE_KINDS = ("absolute", "relative", "log10")
-AGGREGATIONS = ("mean", "median", "max", "min")
+AGGREGATIONS = ("mean", "median", "max", "min", "loglog_slope")
 TABLE_COLUMNS = (
     "id", "figure", "dataset", "epsilon", "method", "quantity", "unit", "paper_value",
     "measured_value", "comparison", "tolerance", "accepted", "verdict", "source", "n_runs",
@@ -112,6 +115,8 @@ def measure_from_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[f
     if rows.empty:
         return math.nan, 0, "no matching runs"
     values = rows.groupby(by, dropna=False)[metric].mean() if by else rows[metric]
+    if agg == "loglog_slope":
+        return _loglog_slope(values, len(rows))
     value = float(getattr(values.astype(float), agg)())
     if math.isnan(value):
         return value, len(rows), f"{metric!r} is missing for the matching runs"
@@ -203,10 +208,21 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
     return {**row, "verdict": REPRODUCED if reproduced else NOT_REPRODUCED}
 
 
+def _loglog_slope(means: pd.Series, n_runs: int) -> tuple[float, int, str]:
+    """The slope of log(mean) against log(x) over the groups x of ``means``."""
+    x = pd.to_numeric(pd.Series(means.index), errors="coerce").to_numpy(dtype=float)
+    y = means.to_numpy(dtype=float)
+    if len(y) < 2 or not (np.all(x > 0) and np.all(y > 0)):
+        return math.nan, n_runs, "a log-log slope needs >= 2 groups with positive x and metric"
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0]), n_runs, ""
+
+
 def _check_measure(measure: Mapping[str, Any]) -> None:
     """The machine-readable part of a measure has the vocabulary of the module docstring."""
     if measure.get("agg") not in AGGREGATIONS:
         raise ValueError(f"measure.agg must be one of {AGGREGATIONS}, got {measure.get('agg')!r}")
+    if measure.get("agg") == "loglog_slope" and len(measure.get("by") or []) != 1:
+        raise ValueError("measure.agg loglog_slope needs exactly one 'by' column (the x axis)")
     if not isinstance(measure.get("filter", {}), Mapping):
         raise ValueError("measure.filter must be a mapping {column: value}")
     if not isinstance(measure.get("by", []), list):

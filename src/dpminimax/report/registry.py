@@ -22,6 +22,7 @@ from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.pareto import dominance_table, plot_pareto
+from dpminimax.report.rates import plot_rate_vs_n, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
 from dpminimax.report.tradeoff import plot_tradeoff
 
@@ -49,6 +50,11 @@ def _attack(metric: str) -> Drawer:
         return plot_attack_vs_epsilon(series_table(table), metric=metric, delta=delta,
                                       out_paths=list(req.out_paths))
     return draw
+
+
+def _rate(metric: str, ylabel: str) -> Drawer:
+    return lambda table, req: plot_rate_vs_n(table, metric, ylabel=ylabel,
+                                             out_paths=list(req.out_paths))
 
 
 def _tradeoff(violation: str) -> Drawer:
@@ -83,12 +89,23 @@ FIGURES: dict[str, Drawer] = {
         table, violation="dp_violation", out_paths=list(req.out_paths)),
     "low_budget_dp": lambda table, req: plot_low_budget(             # RaCO-DP Fig. 9
         table, violation="dp_violation", out_paths=list(req.out_paths)),
+    # BYOA rate studies (spec 003 §5.7): error vs n, printed bound dashed
+    "population_risk_vs_n": _rate("excess_population_risk", "Excess population risk"),
+    "empirical_risk_vs_n": _rate("excess_empirical_risk", "Excess empirical risk"),
+    "population_gap_vs_n": _rate("population_strong_gap", "Population strong gap"),
+    "empirical_gap_vs_n": _rate("empirical_strong_gap", "Empirical strong gap"),
+    "population_primal_gap_vs_n": _rate("population_primal_gap", "Population primal gap"),
 }
 
 
 #: Per-experiment tables (``tables:`` in experiments.yaml): runs table -> one CSV.
 TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "dominance_dp": lambda table: dominance_table(table, "dp_violation"),   # cross-paper
+    "slopes_population_risk": lambda table: slopes_table(table, "excess_population_risk"),
+    "slopes_empirical_risk": lambda table: slopes_table(table, "excess_empirical_risk"),
+    "slopes_population_gap": lambda table: slopes_table(table, "population_strong_gap"),
+    "slopes_empirical_gap": lambda table: slopes_table(table, "empirical_strong_gap"),
+    "slopes_population_primal_gap": lambda table: slopes_table(table, "population_primal_gap"),
 }
 
 

@@ -24,6 +24,9 @@ class Task(ABC):
     #: Whether a trained run's model is attacked (membership inference needs models trained
     #: on a member set and held-out rows of the same distribution).
     attacked: ClassVar[bool]
+    #: Whether its runs draw their own data (a synthetic problem) instead of training on a
+    #: prepared dataset: the workflow then names the problem where a dataset would go.
+    draws_data: ClassVar[bool]
 
     @abstractmethod
     def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,

@@ -27,6 +27,7 @@ class FairClassification(Task):
 
     name: ClassVar[str] = "fair_classification"
     attacked: ClassVar[bool] = True
+    draws_data: ClassVar[bool] = False
 
     def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
                  device: torch.device) -> list[dict[str, Any]]:

@@ -1,0 +1,120 @@
+"""Rate studies on synthetic problems with exact answers (BYOA spec 003 §5.7): an error metric
+against the sample size n, and the fitted log-log slopes.
+
+Figure: one panel per problem (the ``dataset`` column); one colour per (method, epsilon), the
+mean over seeds with its 95% Student-t band (:func:`.aggregate.summarize`) on log-log axes, and
+the paper's printed bound on the same metric (the task's ``<metric>_bound`` column) dashed in
+the same colour. Table: per (problem, method, epsilon) the least-squares slope of log(mean
+metric) against log(n) with a 95% bootstrap interval (seeds resampled within every n), the
+slope of the printed bound over the same n, and the largest ratio of the mean to the bound.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from dpminimax.report.aggregate import ResultsTableError, epsilon_label, summarize
+from dpminimax.report.figures import save_figure
+from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_style
+
+SERIES = ("dataset", "method", "epsilon")
+BOOTSTRAP = 2000
+
+
+def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
+                   out_paths: Sequence[str | os.PathLike]) -> Figure:
+    """``metric`` against n with the printed bound dashed (module docstring)."""
+    _require(table, metric)
+    bound = f"{metric}_bound"
+    summary = summarize(table, [metric], by=(*SERIES, "p_n"))
+    bounds = (table.groupby([*SERIES, "p_n"])[bound].mean() if bound in table.columns
+              else None)
+    problems = sorted(table["dataset"].unique())
+    with paper_style():
+        fig = Figure(figsize=(max(PANEL_SIZE[0] * 1.5 * len(problems), 6.0),
+                              PANEL_SIZE[1] * 1.7), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(1, len(problems), squeeze=False)[0])
+        for ax, problem in zip(axes, problems, strict=True):
+            rows = summary[summary["dataset"] == problem]
+            series = rows[["method", "epsilon"]].drop_duplicates().sort_values(
+                ["method", "epsilon"])
+            colours = _series_colours(len(series))
+            for colour, (method, eps) in zip(colours, series.itertuples(index=False),
+                                             strict=True):
+                one = rows[(rows["method"] == method) & (rows["epsilon"] == eps)].sort_values(
+                    "p_n")
+                label = f"{method_style(method).label}, ε = {epsilon_label(eps)}"
+                ax.plot(one["p_n"], one["mean"], color=colour,
+                        marker=method_style(method).marker, label=label)
+                ax.fill_between(one["p_n"], one["ci_low"].clip(lower=one["mean"] * 1e-3),
+                                one["ci_high"], color=colour, alpha=BAND_ALPHA, linewidth=0)
+                if bounds is not None:
+                    printed = bounds.loc[(problem, method, eps)].sort_index()
+                    ax.plot(printed.index, printed.to_numpy(), color=colour, linestyle="--",
+                            linewidth=1.0)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("Sample size n")
+            ax.set_ylabel(ylabel)
+            ax.set_title(problem)
+        axes[-1].plot([], [], color="#555555", linestyle="--", linewidth=1.0,
+                      label="printed bound (dashed)")
+        fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center",
+                   ncol=2, frameon=False)
+        save_figure(fig, out_paths)
+    return fig
+
+
+def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0) -> pd.DataFrame:
+    """Fitted and printed-bound log-log slopes of ``metric`` in n, per (problem, method,
+    epsilon) (module docstring)."""
+    _require(table, metric)
+    bound = f"{metric}_bound"
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, runs in table[table[metric].notna()].groupby(list(SERIES)):
+        by_n = {n: group[metric].to_numpy(dtype=float)
+                for n, group in runs.groupby("p_n")}
+        if len(by_n) < 2:
+            continue
+        ns = np.array(sorted(by_n), dtype=float)
+        means = np.array([by_n[n].mean() for n in ns])
+        draws = np.array([[rng.choice(by_n[n], size=len(by_n[n])).mean() for n in ns]
+                          for _ in range(BOOTSTRAP)])
+        boot = [_slope(ns, draw) for draw in draws]
+        row = dict(zip(SERIES, key, strict=True))
+        row.update(metric=metric, n_min=int(ns[0]), n_max=int(ns[-1]),
+                   seeds=int(min(len(v) for v in by_n.values())),
+                   slope=_slope(ns, means), slope_ci_low=float(np.nanpercentile(boot, 2.5)),
+                   slope_ci_high=float(np.nanpercentile(boot, 97.5)))
+        if bound in runs.columns:
+            printed = runs.groupby("p_n")[bound].mean().sort_index().to_numpy(dtype=float)
+            if np.all(printed > 0):  # a zero bound (exact ERM's empirical risk) has no ratio
+                row.update(bound_slope=_slope(ns, printed),
+                           max_mean_over_bound=float(np.max(means / printed)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _slope(ns: np.ndarray, values: np.ndarray) -> float:
+    if not np.all(values > 0):
+        return float("nan")
+    return float(np.polyfit(np.log(ns), np.log(values), 1)[0])
+
+
+def _series_colours(count: int) -> list[tuple[float, float, float]]:
+    import seaborn as sns
+
+    return [tuple(c) for c in sns.color_palette("colorblind", max(count, 1))][:count]
+
+
+def _require(table: pd.DataFrame, metric: str) -> None:
+    missing = [c for c in (*SERIES, "p_n", metric) if c not in table.columns]
+    if missing:
+        raise ResultsTableError(f"a rate figure needs column(s) {missing} (runs on a synthetic "
+                                "problem with a grid over n)")
