@@ -23,6 +23,9 @@ from dpminimax.report.figures import save_figure
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_style
 
 SERIES = ("dataset", "method", "epsilon")
+#: Parameters that make separate series where a job sweeps them (the noise calibration, the
+#: base solver); every other parameter is fixed or planned from n.
+VARIANTS = ("p_sigma", "p_solver")
 BOOTSTRAP = 2000
 
 
@@ -30,6 +33,7 @@ def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
                    out_paths: Sequence[str | os.PathLike]) -> Figure:
     """``metric`` against n with the printed bound dashed (module docstring)."""
     _require(table, metric)
+    table = _with_variants(table)
     bound = f"{metric}_bound"
     summary = summarize(table, [metric], by=(*SERIES, "p_n"))
     bounds = (table.groupby([*SERIES, "p_n"])[bound].mean() if bound in table.columns
@@ -48,9 +52,11 @@ def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
                                              strict=True):
                 one = rows[(rows["method"] == method) & (rows["epsilon"] == eps)].sort_values(
                     "p_n")
-                label = f"{method_style(method).label}, ε = {epsilon_label(eps)}"
+                base, variant = method.partition(" [")[::2]
+                label = (f"{method_style(base).label}{f' [{variant}' if variant else ''}, "
+                         f"ε = {epsilon_label(eps)}")
                 ax.plot(one["p_n"], one["mean"], color=colour,
-                        marker=method_style(method).marker, label=label)
+                        marker=method_style(base).marker, label=label)
                 ax.fill_between(one["p_n"], one["ci_low"].clip(lower=one["mean"] * 1e-3),
                                 one["ci_high"], color=colour, alpha=BAND_ALPHA, linewidth=0)
                 if bounds is not None:
@@ -62,9 +68,10 @@ def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
             ax.set_xlabel("Sample size n")
             ax.set_ylabel(ylabel)
             ax.set_title(problem)
-        axes[-1].plot([], [], color="#555555", linestyle="--", linewidth=1.0,
-                      label="printed bound (dashed)")
-        fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center",
+        if bounds is not None:
+            axes[-1].plot([], [], color="#555555", linestyle="--", linewidth=1.0,
+                          label="printed bound (dashed)")
+        fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside upper center",
                    ncol=2, frameon=False)
         save_figure(fig, out_paths)
     return fig
@@ -74,6 +81,7 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0) -> pd.DataFram
     """Fitted and printed-bound log-log slopes of ``metric`` in n, per (problem, method,
     epsilon) (module docstring)."""
     _require(table, metric)
+    table = _with_variants(table)
     bound = f"{metric}_bound"
     rng = np.random.default_rng(seed)
     rows = []
@@ -99,6 +107,19 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0) -> pd.DataFram
                            max_mean_over_bound=float(np.max(means / printed)))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _with_variants(table: pd.DataFrame) -> pd.DataFrame:
+    """``method`` labelled with the :data:`VARIANTS` its (problem, method, epsilon) sweeps:
+    ``"output_perturbation [sigma=calibrated]"``."""
+    labels = pd.Series("", index=table.index)
+    for column in (c for c in VARIANTS if c in table.columns):
+        varies = table.groupby(list(SERIES))[column].transform(
+            lambda values: values.nunique(dropna=False) > 1).astype(bool)
+        part = f"{column[2:]}=" + table[column].astype(str)
+        labels = labels.where(~varies, labels.where(labels == "", labels + ",") + part)
+    return table.assign(method=table["method"].where(
+        labels == "", table["method"] + " [" + labels + "]"))
 
 
 def _slope(ns: np.ndarray, values: np.ndarray) -> float:

@@ -95,6 +95,8 @@ FIGURES: dict[str, Drawer] = {
     "population_gap_vs_n": _rate("population_strong_gap", "Population strong gap"),
     "empirical_gap_vs_n": _rate("empirical_strong_gap", "Empirical strong gap"),
     "population_primal_gap_vs_n": _rate("population_primal_gap", "Population primal gap"),
+    "gradient_evaluations_vs_n": _rate("gradient_evaluations_per_sample",
+                                       "Gradient evaluations per sample"),
 }
 
 
@@ -106,6 +108,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_population_gap": lambda table: slopes_table(table, "population_strong_gap"),
     "slopes_empirical_gap": lambda table: slopes_table(table, "empirical_strong_gap"),
     "slopes_population_primal_gap": lambda table: slopes_table(table, "population_primal_gap"),
+    "slopes_gradient_evaluations": lambda table: slopes_table(
+        table, "gradient_evaluations_per_sample"),
 }
 
 
