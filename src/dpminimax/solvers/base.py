@@ -199,6 +199,29 @@ def certificate(subproblem: Subproblem, point: Point, operator: Point,
     return math.sqrt(factor) * min(residual_bound, natural_bound)
 
 
+def variance_reduced(subproblem: Subproblem, target: Target, start: Point,
+                     generator: torch.Generator, prox: Quadratic, shift: Mapping[str, float],
+                     step: float, inner: int) -> Point:
+    """The SVRG loop shared by prox-SVRG (spec §2.9b) and Palaniappan-Bach (§2.9d): per epoch
+    the full data operator at the snapshot (n; it certifies the snapshot), then ``inner``
+    steps z <- prox(z - step g) with g = B_i(z) - shift z - B_i(snapshot) + B(snapshot), i
+    uniform (the data's own moduli ``shift`` moved into ``prox``); the last iterate is the
+    next snapshot. n + 2 ``inner`` evaluations per epoch."""
+    snapshot = start
+    while True:
+        full = subproblem.data_operator(snapshot)
+        if subproblem.certified(snapshot, add(full, subproblem.regularizer.operator(snapshot)),
+                                target):
+            return snapshot
+        point = snapshot
+        for example, correction in subproblem.epoch(snapshot, full, inner, generator):
+            grad = subproblem.per_example(point, example)
+            point = prox.prox(subproblem.blocks, {
+                b: z - step * (grad[b][0] + correction[b] - shift[b] * z)
+                for b, z in point.items()}, step)
+        snapshot = point
+
+
 def add(first: Point, second: Point, scale: float = 1.0) -> Point:
     """first + scale x second, block by block."""
     return {b: first[b] + scale * second[b] for b in first}

@@ -14,7 +14,7 @@ import math
 import torch
 
 from dpminimax.problems.base import Point
-from dpminimax.solvers.base import Subproblem, Target, add
+from dpminimax.solvers.base import Subproblem, Target, add, variance_reduced
 
 
 def gradient_descent(subproblem: Subproblem, target: Target, start: Point,
@@ -58,20 +58,9 @@ def svrg(subproblem: Subproblem, target: Target, start: Point,
     gradient at the snapshot (n; it certifies the snapshot), then m = 2n steps
     w <- prox(w - eta v), v = grad f_i(w) - grad f_i(snapshot) + full, i uniform, eta =
     1 / (4 l); the last iterate is the next snapshot. n + 2m = 5n evaluations per epoch."""
-    step, inner = 1.0 / (4.0 * subproblem.smoothness), 2 * subproblem.n
-    blocks, prox = subproblem.blocks, subproblem.regularizer.prox
-    snapshot = start
-    while True:
-        full = subproblem.data_operator(snapshot)
-        if subproblem.certified(snapshot, add(full, subproblem.regularizer.operator(snapshot)),
-                                target):
-            return snapshot
-        point = snapshot
-        for example, correction in subproblem.epoch(snapshot, full, inner, generator):
-            grad = subproblem.per_example(point, example)
-            point = prox(blocks, {b: z - step * (grad[b][0] + correction[b])
-                                   for b, z in point.items()}, step)
-        snapshot = point
+    return variance_reduced(subproblem, target, start, generator, subproblem.regularizer,
+                            dict.fromkeys(subproblem.names, 0.0),
+                            1.0 / (4.0 * subproblem.smoothness), 2 * subproblem.n)
 
 
 def katyusha(subproblem: Subproblem, target: Target, start: Point,

@@ -14,7 +14,7 @@ import math
 import torch
 
 from dpminimax.problems.base import Point
-from dpminimax.solvers.base import Subproblem, Target, add
+from dpminimax.solvers.base import Subproblem, Target, add, variance_reduced
 
 
 def extragradient(subproblem: Subproblem, target: Target, start: Point,
@@ -43,19 +43,6 @@ def palaniappan_bach_svrg(subproblem: Subproblem, target: Target, start: Point,
     the last iterate is the next snapshot. n + 2m evaluations per epoch."""
     prox, smooth = subproblem.shifted(), subproblem.shifted_smoothness
     smallest = min(prox.moduli.values())
-    step = smallest / (4.0 * smooth ** 2)
-    inner = max(subproblem.n, math.ceil(8.0 * smooth ** 2 / smallest ** 2))
-    blocks, data_moduli = subproblem.blocks, subproblem.data_moduli
-    snapshot = start
-    while True:
-        full = subproblem.data_operator(snapshot)
-        if subproblem.certified(snapshot, add(full, subproblem.regularizer.operator(snapshot)),
-                                target):
-            return snapshot
-        point = snapshot
-        for example, correction in subproblem.epoch(snapshot, full, inner, generator):
-            grad = subproblem.per_example(point, example)
-            point = prox.prox(blocks, {
-                b: z - step * (grad[b][0] + correction[b] - data_moduli[b] * z)
-                for b, z in point.items()}, step)
-        snapshot = point
+    return variance_reduced(subproblem, target, start, generator, prox, subproblem.data_moduli,
+                            smallest / (4.0 * smooth ** 2),
+                            max(subproblem.n, math.ceil(8.0 * smooth ** 2 / smallest ** 2)))
