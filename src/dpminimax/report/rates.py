@@ -1,5 +1,5 @@
 """Rate studies on synthetic problems with exact answers (BYOA spec 003 §5.7): an error metric
-against the sample size n, and the fitted log-log slopes.
+against the sample size n (or against epsilon), and the fitted log-log slopes.
 
 Figure: one panel per problem (the ``dataset`` column); one colour per (method, epsilon), the
 mean over seeds with its 95% Student-t band (:func:`.aggregate.summarize`) on log-log axes, and
@@ -29,11 +29,20 @@ VARIANTS = ("p_sigma", "p_solver")
 BOOTSTRAP = 2000
 
 
+#: The two axes of a rate figure: (column, axis label, log base, the other axis's column).
+AXES = {"p_n": ("Sample size n", 2, "epsilon"), "epsilon": ("Privacy budget ε", 10, "p_n")}
+
+
 def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
-                   out_paths: Sequence[str | os.PathLike]) -> Figure:
-    """``metric`` against n with the printed bound dashed (module docstring)."""
+                   out_paths: Sequence[str | os.PathLike], against: str = "p_n") -> Figure:
+    """``metric`` against n (one line per method and epsilon) or, with ``against="epsilon"``,
+    against epsilon (one line per method and n; non-private runs left out), the printed bound
+    dashed in each line's colour (module docstring)."""
     _require(table, metric)
+    xlabel, base, other = AXES[against]
     table = _with_variants(table)
+    if against == "epsilon":
+        table = table[np.isfinite(table["epsilon"])]
     bound = f"{metric}_bound"
     summary = summarize(table, [metric], by=(*SERIES, "p_n"))
     bounds = (table.groupby([*SERIES, "p_n"])[bound].mean() if bound in table.columns
@@ -45,27 +54,31 @@ def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
         axes = np.atleast_1d(fig.subplots(1, len(problems), squeeze=False)[0])
         for ax, problem in zip(axes, problems, strict=True):
             rows = summary[summary["dataset"] == problem]
-            series = rows[["method", "epsilon"]].drop_duplicates().sort_values(
-                ["method", "epsilon"])
+            series = rows[["method", other]].drop_duplicates().sort_values(["method", other])
             colours = _series_colours(len(series))
-            for colour, (method, eps) in zip(colours, series.itertuples(index=False),
-                                             strict=True):
-                one = rows[(rows["method"] == method) & (rows["epsilon"] == eps)].sort_values(
-                    "p_n")
-                base, variant = method.partition(" [")[::2]
-                label = (f"{method_style(base).label}{f' [{variant}' if variant else ''}, "
-                         f"ε = {epsilon_label(eps)}")
-                ax.plot(one["p_n"], one["mean"], color=colour,
-                        marker=method_style(base).marker, label=label)
-                ax.fill_between(one["p_n"], one["ci_low"].clip(lower=one["mean"] * 1e-3),
+            for colour, (method, fixed) in zip(colours, series.itertuples(index=False),
+                                               strict=True):
+                one = rows[(rows["method"] == method) & (rows[other] == fixed)].sort_values(
+                    against)
+                if len(one) < 2 and against == "epsilon":
+                    continue
+                method_base, variant = method.partition(" [")[::2]
+                where = (f"ε = {epsilon_label(fixed)}" if other == "epsilon"
+                         else f"n = {int(fixed)}")
+                label = (f"{method_style(method_base).label}"
+                         f"{f' [{variant}' if variant else ''}, {where}")
+                ax.plot(one[against], one["mean"], color=colour,
+                        marker=method_style(method_base).marker, label=label)
+                ax.fill_between(one[against], one["ci_low"].clip(lower=one["mean"] * 1e-3),
                                 one["ci_high"], color=colour, alpha=BAND_ALPHA, linewidth=0)
                 if bounds is not None:
-                    printed = bounds.loc[(problem, method, eps)].sort_index()
+                    printed = bounds.xs((problem, method, fixed),
+                                        level=("dataset", "method", other)).sort_index()
                     ax.plot(printed.index, printed.to_numpy(), color=colour, linestyle="--",
                             linewidth=1.0)
-            ax.set_xscale("log", base=2)
+            ax.set_xscale("log", base=base)
             ax.set_yscale("log")
-            ax.set_xlabel("Sample size n")
+            ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.set_title(problem)
         if bounds is not None:

@@ -52,9 +52,9 @@ def _attack(metric: str) -> Drawer:
     return draw
 
 
-def _rate(metric: str, ylabel: str) -> Drawer:
+def _rate(metric: str, ylabel: str, against: str = "p_n") -> Drawer:
     return lambda table, req: plot_rate_vs_n(table, metric, ylabel=ylabel,
-                                             out_paths=list(req.out_paths))
+                                             out_paths=list(req.out_paths), against=against)
 
 
 def _tradeoff(violation: str) -> Drawer:
@@ -95,6 +95,10 @@ FIGURES: dict[str, Drawer] = {
     "population_gap_vs_n": _rate("population_strong_gap", "Population strong gap"),
     "empirical_gap_vs_n": _rate("empirical_strong_gap", "Empirical strong gap"),
     "population_primal_gap_vs_n": _rate("population_primal_gap", "Population primal gap"),
+    "population_risk_vs_epsilon": _rate("excess_population_risk", "Excess population risk",
+                                        against="epsilon"),
+    "population_gap_vs_epsilon": _rate("population_strong_gap", "Population strong gap",
+                                       against="epsilon"),
     "gradient_evaluations_vs_n": _rate("gradient_evaluations_per_sample",
                                        "Gradient evaluations per sample"),
 }
