@@ -73,9 +73,17 @@ def test_slurm_dry_run_asks_for_the_cluster_resources_and_a_gpu_for_paper_networ
             assert int(res["runtime"]) >= 720 and int(res["mem_mb"]) >= 16000, job
     assert {"logistic_regression", "resnet16", "vgg9"} <= seen
 
+    # a synthetic-problem job (BYOA): a CPU job with the train rule's cluster resources
+    problems = [job for job in jobs if job["rule"] == "train_problem"]
+    assert problems
+    for job in problems:
+        res = job["resources"]
+        assert int(res["runtime"]) >= 60 and int(res["mem_mb"]) >= 2000, job
+        assert res.get("gpu", "0") == "0", job
+
     # every other rule: the slurm profile's values, not the local defaults (mem_mb=1000, none)
     for job in jobs:
-        if job["rule"] in ("train", "all"):
+        if job["rule"] in ("train", "train_problem", "all"):
             continue
         want = _profile_resources(job["rule"])
         got = {key: int(job["resources"][key]) for key in want}
