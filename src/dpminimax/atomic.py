@@ -79,3 +79,9 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def write_parquet(table, path: str | os.PathLike) -> None:
+    """Write a DataFrame to ``path`` as Parquet, atomically."""
+    with atomic_path(path) as tmp:
+        table.to_parquet(tmp, index=False)

@@ -23,8 +23,8 @@ import pandas as pd
 import torch
 from dp_accounting.dp_event import DpEvent
 
-from dpminimax import api
 from dpminimax.algorithms import METHODS, FitResult, RunSpec, expand_runs, get_method
+from dpminimax.api import training
 from dpminimax.data import PreparedDataset
 from dpminimax.data.splits import train_test_indices
 from dpminimax.data.tabular import one_hot, zscore
@@ -231,11 +231,11 @@ def fit(method: str, X: Any, y: Any, s: Any = None, *, epsilon: float | None = N
     for run in runs:  # an unknown parameter fails here, before any encoding
         method_obj.resolve(run.params)
     data, encoder, levels = _prepare(X, y, s, test, test_fraction, split_seed, categorical)
-    device = api._start(method_obj, data)
+    device = training._start(method_obj, data)
     result = method_obj.fit(data, runs, device)
-    api.require_finite(result, method_obj.name)
+    training.require_finite(result, method_obj.name)
     config = {"dataset": data.name, "method": method_obj.name}
-    table = api._run_table(config, method_obj, result, data, device, [{} for _ in runs])
+    table = training._run_table(config, method_obj, result, data, device, [{} for _ in runs])
     if s is None:
         table.loc[:, [c for c in FAIRNESS_COLUMNS if c in table.columns]] = math.nan
     accounting = [
@@ -380,7 +380,7 @@ def _column(frame: pd.DataFrame, key: str) -> np.ndarray:
 def _codes(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     """Ids in sorted order of the values, and the values (as Python scalars)."""
     levels, ids = np.unique(np.asarray(values), return_inverse=True)
-    return ids.astype(np.int64).reshape(-1), [api._plain(v) for v in levels]
+    return ids.astype(np.int64).reshape(-1), [training._plain(v) for v in levels]
 
 
 def _is_numeric(column: pd.Series) -> bool:

@@ -117,6 +117,23 @@ def load_experiments(path: str | Path) -> dict[str, Any]:
         return yaml.safe_load(stream)
 
 
+def select_experiments(spec: Mapping[str, Any], names: list[str] | None,
+                       source: str = "experiments.yaml") -> dict[str, Any]:
+    """``spec`` with only the experiments ``names`` (the config's ``experiments:`` entry for
+    this paper; None keeps them all). Every figure, table and job of a left-out experiment is
+    left out with it; the paper's claims on it read "NOT RUN"."""
+    if names is None:
+        return dict(spec)
+    unknown = [name for name in names if name not in spec["experiments"]]
+    if unknown or not names:
+        raise ExperimentConfigError(
+            f"experiments.{spec['paper']}: must be a non-empty list of experiments of {source} "
+            f"{sorted(spec['experiments'])}, got {list(names)}")
+    return {**spec, "experiments": {name: experiment
+                                    for name, experiment in spec["experiments"].items()
+                                    if name in names}}
+
+
 def _check_outputs(experiment: Mapping[str, Any], where: str) -> None:
     """Every figure and table an experiment asks for has a drawer (so a typo fails when the DAG
     is built, not at the report stage after all training)."""

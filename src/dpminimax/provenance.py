@@ -15,9 +15,9 @@ def code_fingerprint(*parts: str) -> str:
     """sha256 (first 16 hex digits) over the path and bytes of the package's ``.py`` files.
 
     ``parts`` names the sub-packages or modules a stage depends on (``"data"``, ``"privacy"``,
-    ``"api.py"`` ...); with none, the whole package. The workflow passes each rule the fingerprint
-    of what it calls as a ``param``; Snakemake re-runs a job whose params changed, so editing the
-    library re-runs the jobs computed with the edited code and no others.
+    ``"api/training.py"`` ...); with none, the whole package. The workflow passes each rule the
+    fingerprint of what it calls as a ``param``; Snakemake re-runs a job whose params changed, so
+    editing the library re-runs the jobs computed with the edited code and no others.
     """
     return fingerprint_files(Path(dpminimax.__file__).resolve().parent, parts)
 
@@ -108,4 +108,5 @@ def train_code_fingerprint() -> str:
     """The fingerprint of everything a training job (train + attack) runs: the workflow's
     train rule carries it as a param, and a job stamps it into its metrics as ``code_version``."""
     return code_fingerprint("algorithms", "kernels", "privacy", "models", "metrics",
-                            *training_data_parts(), "attacks", "api.py", "seeding.py")
+                            *training_data_parts(), "attacks", "api/__init__.py", "api/columns.py",
+                            "api/training.py", "seeding.py")

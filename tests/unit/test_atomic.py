@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dpminimax import api
+from dpminimax.api import training
 from dpminimax.atomic import atomic_directory, atomic_path
 
 
@@ -78,8 +79,8 @@ def test_a_crash_at_any_output_keeps_the_previous_job_whole(tmp_path, data_dir, 
     elif fail_at == "torch.save":
         monkeypatch.setattr(torch, "save", boom)
     else:
-        real = api.write_json
-        monkeypatch.setattr(api, "write_json", lambda path, obj: boom() if
+        real = training.write_json
+        monkeypatch.setattr(training, "write_json", lambda path, obj: boom() if
                             path.name == "run_config.json" else real(path, obj))
     changed = {**CONFIG, "seeds": [1]}
     with pytest.raises(OSError, match="disk full"):

@@ -118,6 +118,7 @@ def test_audit_detects_each_planted_bug_and_not_the_real_method(method, params):
 def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
                                                                        caplog):
     from dpminimax import api
+    from dpminimax.api import training
     from dpminimax.attacks import canaries
 
     rows = [{"method": "dp_sgd", "bug": "none", "epsilon_claimed": 1.0, "epsilon_lower": 0.0,
@@ -125,7 +126,7 @@ def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypat
             {"method": "dp_sgd", "bug": "noise_off", "epsilon_claimed": 1.0,
              "epsilon_lower": 0.5, "confidence": 0.95, "canaries": 10, "detected": False}]
     monkeypatch.setattr(canaries, "audit_table", lambda settings, data, device: rows)
-    monkeypatch.setattr(api, "load_prepared", lambda path: None)
+    monkeypatch.setattr(training, "load_prepared", lambda path: None)
     out = [tmp_path / "audit.png"]
     table = api.audit({}, tmp_path, tmp_path / "audit.csv", out)
     assert len(table) == 2 and "did not detect" in caplog.text

@@ -81,3 +81,29 @@ def test_bad_workflow_config_fails_naming_the_key(tmp_path):
     result = _dry_run(root, "scale=huge")
     assert result.returncode != 0
     assert "scale" in result.stderr + result.stdout
+
+
+def test_experiments_selection_keeps_only_the_named_experiments(tmp_path):
+    root = copy_workflow(tmp_path, papers=False)
+    paper = yaml.safe_load(yaml.safe_dump(GOOD_PAPER))
+    paper["experiments"]["other"] = {**paper["experiments"]["exp"], "figures": ["tradeoff_dp"]}
+    _write_paper(root, paper)
+    both = _dry_run(root)
+    only = _dry_run(root, "experiments={tiny: [other]}")
+    assert both.returncode == 0 and only.returncode == 0, only.stderr
+    assert "figures/exp/" in both.stdout and "figures/other/" in both.stdout
+    assert "figures/other/" in only.stdout and "figures/exp/" not in only.stdout
+    assert "train/exp/" not in only.stdout
+
+
+@pytest.mark.parametrize(("selection", "expected"), [
+    ("experiments={tiny: [nope]}", "nope"),
+    ("experiments={racodp: [fig4_dp]}", "racodp"),
+])
+def test_bad_experiments_selection_fails_naming_it(tmp_path, selection, expected):
+    root = copy_workflow(tmp_path, papers=False)
+    _write_paper(root, GOOD_PAPER)
+    result = _dry_run(root, selection)
+    assert result.returncode != 0
+    message = result.stderr + result.stdout
+    assert expected in message and "experiments" in message, message

@@ -4,7 +4,12 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from dpminimax.experiments import ExperimentConfigError, expand_jobs, load_experiments
+from dpminimax.experiments import (
+    ExperimentConfigError,
+    expand_jobs,
+    load_experiments,
+    select_experiments,
+)
 from dpminimax.problems import PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
@@ -21,7 +26,9 @@ CONDA_ENV = f"../../envs/{config.get('software_env', 'cpu')}.yaml"
 # Per dataset: the shared data code + atomic.py + the dataset's own module / YAML declaration.
 DATA_CODE = lambda dataset: dataset_code_fingerprint(dataset, "atomic.py")
 TRAIN_CODE = train_code_fingerprint()
-REPORT_CODE = code_fingerprint("report", "api.py")
+REPORT_CODE = code_fingerprint(
+    "report", "api/__init__.py", "api/columns.py", "api/reporting.py"
+)
 BENCH_CODE = code_fingerprint(
     "bench", "algorithms", "kernels", "privacy", "models", "data", "seeding.py"
 )
@@ -38,6 +45,8 @@ def _load_paper(paper):
     except WorkflowError as err:
         raise WorkflowError(f"{path}: invalid experiments file", err) from None
     try:
+        spec = select_experiments(spec, (config.get("experiments") or {}).get(paper),
+                                  source=str(path))
         jobs = expand_jobs(
             spec, SCALE, source=str(path), dataset_override=config.get("dataset_override"),
             tuning=config.get("tuning", "none"),
@@ -47,6 +56,12 @@ def _load_paper(paper):
     return spec, jobs
 
 
+# A selection for a paper not in ``papers`` is ignored (smoke.yaml selects for every paper);
+# one for a paper that does not exist is a typo.
+_unknown = sorted(paper for paper in config.get("experiments") or {}
+                  if not (Path(workflow.basedir) / "papers" / paper / "experiments.yaml").exists())
+if _unknown:
+    raise WorkflowError(f"experiments: no papers/<id>/experiments.yaml for {_unknown}")
 PAPERS = {}
 JOBS = {}
 for _paper in config["papers"]:

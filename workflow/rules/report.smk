@@ -170,6 +170,7 @@ rule notebook:
         notebook="results/{paper}/report.ipynb",
     params:
         code=REPORT_CODE,
+        experiments=lambda wc: list(PAPERS[wc.paper]["experiments"]),
     conda:
         CONDA_ENV
     log:

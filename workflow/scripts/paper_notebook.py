@@ -9,4 +9,5 @@ with api.log_to(snakemake.log[0]):
         notebook_out=snakemake.output.notebook,
         reported=snakemake.input.reported or None,
         claims=bool(snakemake.input.claims),
+        experiments=snakemake.params.experiments,
     )

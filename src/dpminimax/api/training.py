@@ -1,19 +1,15 @@
-"""The only functions the workflow scripts call: prepare, train, attack, aggregate, draw.
+"""The training side of :mod:`dpminimax.api`: prepare, train, tune, attack, audit.
 
-Every function reads and writes files (atomically) so that a Snakemake rule, ``dpminimax rerun``
-and a notebook all go through the same code. Hyper-parameters travel in a *run config* (a dict
-that is also written to ``run_config.json`` beside the results it produced). The reporting
-functions import :mod:`dpminimax.report` (matplotlib and the figure registry) when called, so a
-training job, one of hundreds in a grid, does not pay for it at start-up.
+Hyper-parameters travel in a *run config* (a dict that is also written to ``run_config.json``
+beside the results it produced).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +19,8 @@ import torch
 from dpminimax.algorithms import expand_runs, get_method
 from dpminimax.algorithms.base import shared_groups
 from dpminimax.algorithms.jagielski2019 import LogisticMixture
-from dpminimax.atomic import atomic_directory, atomic_path, write_json
+from dpminimax.api.columns import RUN_COLUMNS
+from dpminimax.atomic import atomic_directory, atomic_path, write_json, write_parquet
 from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_attack
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared, save_prepared
 from dpminimax.data.inputs import split_inputs
@@ -44,27 +41,6 @@ from dpminimax.tuning.protocol import (
 
 log = logging.getLogger("dpminimax")
 
-RUN_COLUMNS = ("paper", "experiment", "dataset", "method", "epsilon", "delta", "seed", "run_id")
-
-
-@contextlib.contextmanager
-def log_to(path: str | Path | None) -> Iterator[None]:
-    """Send this process's log records, stdout and stderr (tqdm bars) to ``path``."""
-    if path is None:
-        yield
-        return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", buffering=1) as stream:
-        handler = logging.StreamHandler(stream)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        root = logging.getLogger()
-        root.addHandler(handler)
-        root.setLevel(logging.INFO)
-        try:
-            with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
-                yield
-        finally:
-            root.removeHandler(handler)
 
 
 def set_threads(threads: int) -> None:
@@ -128,7 +104,7 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: s
     require_finite(fit, method.name)
     table = _run_table(config, method, fit, data, device, records)
     with atomic_directory(out) as tmp:  # all four files are new, or none is
-        _write_parquet(table, tmp / "metrics.parquet")
+        write_parquet(table, tmp / "metrics.parquet")
         write_json(tmp / "accounting.json", {
             "runs": [{"run_id": run.run_id, **acc} for run, acc in zip(fit.runs, fit.accounting,
                                                                        strict=True)]
@@ -198,7 +174,7 @@ def tune(run_config: Mapping[str, Any], data_dir: str | Path, out_path: str | Pa
                                       eval_every=tuning.eval_every)
     records = [{"config_id": i, **record} for i, record in zip(ids, records, strict=True)]
     table = _run_table(config, method, fit, data, device, records)
-    _write_parquet(table, out_path)
+    write_parquet(table, out_path)
     return table
 
 
@@ -333,23 +309,10 @@ def attack(train_dir: str | Path, data_dir: str | Path, out_path: str | Path) ->
             "ceiling_tpr_at_1pct_fpr": float(dp_tpr_ceiling(0.01, eps, delta)),
         })
     table = pd.DataFrame(rows)
-    _write_parquet(table, out_path)
+    write_parquet(table, out_path)
     return table
 
 
-def aggregate(
-    metric_paths: Sequence[str | Path], attack_paths: Sequence[str | Path], out_path: str | Path
-) -> pd.DataFrame:
-    """Join every job's metrics and attack rows into the paper's long results table."""
-    from dpminimax.report import concat_results
-    metrics = concat_results(metric_paths)
-    attacks = concat_results(attack_paths) if attack_paths else None
-    if attacks is not None:
-        extra = [c for c in attacks.columns if c not in metrics.columns]
-        metrics = metrics.merge(attacks[list(RUN_COLUMNS) + extra], on=list(RUN_COLUMNS),
-                                how="left", validate="one_to_one")
-    _write_parquet(metrics, out_path)
-    return metrics
 
 
 def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path,
@@ -381,123 +344,14 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
     return table
 
 
-def make_figure(
-    runs_path: str | Path, figure: str, out_paths: Sequence[str | Path], *,
-    experiment: str | None = None, delta: float | None = None,
-    reported: str | Path | None = None,
-) -> None:
-    """Draw figure ``figure`` (a key of :data:`dpminimax.report.registry.FIGURES`) from the runs
-    table; ``reported`` is a CSV of the numbers a paper plotted, overlaid on trade-off figures
-    and labelled "reported"."""
-    from dpminimax.report.figures import (
-        save_figure,
-        stamp_seeds,
-        stamp_standin,
-        standin_datasets,
-    )
-    from dpminimax.report.reference import load_reported
-    from dpminimax.report.registry import FigureRequest, get_drawer
-
-    draw = get_drawer(figure)
-    table = pd.read_parquet(runs_path)
-    if experiment is not None:
-        table = table.loc[table["experiment"] == experiment]
-    fig = draw(table, FigureRequest(out_paths=list(out_paths), delta=delta,
-                                    reported=load_reported(reported) if reported else None))
-    stamp_seeds(fig, table)
-    standins = standin_datasets(table)
-    if standins:  # never let a stand-in figure pass for a result
-        stamp_standin(fig, standins)
-    save_figure(fig, list(out_paths))
 
 
-def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path, *,
-                          experiment: str) -> pd.DataFrame:
-    """Table ``name`` (a key of :data:`dpminimax.report.registry.TABLES`) of one experiment's
-    runs, written as CSV."""
-    from dpminimax.report import write_table
-    from dpminimax.report.registry import get_table
-
-    compute = get_table(name)
-    table = pd.read_parquet(runs_path)
-    result = compute(table.loc[table["experiment"] == experiment])
-    write_table(result, out_path)
-    return result
 
 
-def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
-                      markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
-                      measured: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV and
-    Markdown). Values no runs column holds (DP-FERMI's performance gains) are computed from the
-    runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
-    ``measured`` adds any other values, by claim id."""
-    from dpminimax.report.claims import claims_table, write_claims_table
-    from dpminimax.report.gain import gain_experiments, measured_gains
-    from dpminimax.report.reference import load_claims
-
-    runs = pd.read_parquet(runs_path)
-    from_files = {k: v for path in measured_paths
-                  for k, v in json.loads(Path(path).read_text())["claims"].items()}
-    measured = {**from_files, **(measured or {})}
-    if "data_standin" in runs.columns:  # stand-in runs measure nothing the paper claims
-        runs = runs.loc[~runs["data_standin"].astype(bool)]
-    claims = load_claims(claims_path)
-    values = {**measured_gains(runs, gain_experiments(claims)), **(measured or {})}
-    known = {claim["id"] for claim in claims}
-    table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})
-    write_claims_table(table, csv_out, markdown_out)
-    return table
 
 
-def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
-    """Mean, spread and 95% interval over seeds of every metric, per method and epsilon."""
-    from dpminimax.report import series_table, summarize, write_table
-
-    table = series_table(pd.read_parquet(runs_path))
-    metric_columns = [
-        c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
-                    "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
-                    "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
-                    "population_primal_gap", "epsilon_spent")
-        if c in table.columns
-    ]
-    summary = summarize(table, metric_columns,
-                        by=["experiment", "dataset", "method", "epsilon"])
-    write_table(summary, out_path)
-    return summary
 
 
-def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
-                  notebook_out: str | Path | None = None,
-                  reported: str | Path | None = None, claims: bool = False,
-                  timeout: int = 600) -> None:
-    """The paper's report notebook (:func:`dpminimax.report.notebook.build_notebook` from its
-    ``experiments.yaml``), executed in the directory of ``html_out`` (the paper's results
-    directory, holding ``runs.parquet`` and ``tables/``) and written there as HTML, and as the
-    executed ``.ipynb`` if ``notebook_out`` is given. ``reported``: the CSV of the numbers the
-    paper plotted; ``claims``: include ``tables/claims.md``."""
-    import nbformat
-
-    from dpminimax.experiments import load_experiments
-    from dpminimax.report.notebook import (
-        build_notebook,
-        execute_notebook,
-        notebook_html,
-        relative,
-    )
-
-    where = Path(html_out).parent
-    notebook = build_notebook(
-        load_experiments(experiments_path), results=".", claims=claims,
-        reported=relative(reported, where) if reported else None,
-        source=Path(experiments_path).as_posix())
-    execute_notebook(notebook, where, timeout=timeout)
-    with atomic_path(html_out) as tmp:
-        tmp.write_text(notebook_html(notebook), encoding="utf-8")
-    if notebook_out is not None:
-        with atomic_path(notebook_out) as tmp:
-            nbformat.write(notebook, str(tmp))
 
 
 def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
@@ -538,11 +392,5 @@ def _load_model(path: Path):
     return model, saved["state"], saved["run_ids"]
 
 
-def _write_parquet(table: pd.DataFrame, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        table.to_parquet(tmp, index=False)
 
 
-__all__ = ["aggregate", "attack", "log_to", "make_claims_table",
-           "make_experiment_table", "make_figure", "make_table", "prepare_dataset",
-           "select_configs", "set_threads", "train", "tune"]

@@ -1,0 +1,151 @@
+"""The reporting side of :mod:`dpminimax.api`: aggregate the runs, draw figures, write tables,
+claims and the report notebook. Imports neither torch nor the algorithms, so each of a grid's
+report jobs starts in about a second; matplotlib and the registries load when called."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from dpminimax.api.columns import RUN_COLUMNS
+from dpminimax.atomic import atomic_path, write_parquet
+
+
+def aggregate(
+    metric_paths: Sequence[str | Path], attack_paths: Sequence[str | Path], out_path: str | Path
+) -> pd.DataFrame:
+    """Join every job's metrics and attack rows into the paper's long results table."""
+    from dpminimax.report import concat_results
+    metrics = concat_results(metric_paths)
+    attacks = concat_results(attack_paths) if attack_paths else None
+    if attacks is not None:
+        extra = [c for c in attacks.columns if c not in metrics.columns]
+        metrics = metrics.merge(attacks[list(RUN_COLUMNS) + extra], on=list(RUN_COLUMNS),
+                                how="left", validate="one_to_one")
+    write_parquet(metrics, out_path)
+    return metrics
+
+
+def make_figure(
+    runs_path: str | Path, figure: str, out_paths: Sequence[str | Path], *,
+    experiment: str | None = None, delta: float | None = None,
+    reported: str | Path | None = None,
+) -> None:
+    """Draw figure ``figure`` (a key of :data:`dpminimax.report.registry.FIGURES`) from the runs
+    table; ``reported`` is a CSV of the numbers a paper plotted, overlaid on trade-off figures
+    and labelled "reported"."""
+    from dpminimax.report.figures import (
+        save_figure,
+        stamp_seeds,
+        stamp_standin,
+        standin_datasets,
+    )
+    from dpminimax.report.reference import load_reported
+    from dpminimax.report.registry import FigureRequest, get_drawer
+
+    draw = get_drawer(figure)
+    table = pd.read_parquet(runs_path)
+    if experiment is not None:
+        table = table.loc[table["experiment"] == experiment]
+    fig = draw(table, FigureRequest(out_paths=list(out_paths), delta=delta,
+                                    reported=load_reported(reported) if reported else None))
+    stamp_seeds(fig, table)
+    standins = standin_datasets(table)
+    if standins:  # never let a stand-in figure pass for a result
+        stamp_standin(fig, standins)
+    save_figure(fig, list(out_paths))
+
+
+def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path, *,
+                          experiment: str) -> pd.DataFrame:
+    """Table ``name`` (a key of :data:`dpminimax.report.registry.TABLES`) of one experiment's
+    runs, written as CSV."""
+    from dpminimax.report import write_table
+    from dpminimax.report.registry import get_table
+
+    compute = get_table(name)
+    table = pd.read_parquet(runs_path)
+    result = compute(table.loc[table["experiment"] == experiment])
+    write_table(result, out_path)
+    return result
+
+
+def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
+                      markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
+                      measured: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV and
+    Markdown). Values no runs column holds (DP-FERMI's performance gains) are computed from the
+    runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
+    ``measured`` adds any other values, by claim id."""
+    from dpminimax.report.claims import claims_table, write_claims_table
+    from dpminimax.report.gain import gain_experiments, measured_gains
+    from dpminimax.report.reference import load_claims
+
+    runs = pd.read_parquet(runs_path)
+    from_files = {k: v for path in measured_paths
+                  for k, v in json.loads(Path(path).read_text())["claims"].items()}
+    measured = {**from_files, **(measured or {})}
+    if "data_standin" in runs.columns:  # stand-in runs measure nothing the paper claims
+        runs = runs.loc[~runs["data_standin"].astype(bool)]
+    claims = load_claims(claims_path)
+    values = {**measured_gains(runs, gain_experiments(claims)), **(measured or {})}
+    known = {claim["id"] for claim in claims}
+    table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})
+    write_claims_table(table, csv_out, markdown_out)
+    return table
+
+
+def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
+    """Mean, spread and 95% interval over seeds of every metric, per method and epsilon."""
+    from dpminimax.report import series_table, summarize, write_table
+
+    table = series_table(pd.read_parquet(runs_path))
+    metric_columns = [
+        c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
+                    "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
+                    "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
+                    "population_primal_gap", "epsilon_spent")
+        if c in table.columns
+    ]
+    summary = summarize(table, metric_columns,
+                        by=["experiment", "dataset", "method", "epsilon"])
+    write_table(summary, out_path)
+    return summary
+
+
+def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
+                  notebook_out: str | Path | None = None,
+                  reported: str | Path | None = None, claims: bool = False,
+                  experiments: Sequence[str] | None = None, timeout: int = 600) -> None:
+    """The paper's report notebook (:func:`dpminimax.report.notebook.build_notebook` from its
+    ``experiments.yaml``), executed in the directory of ``html_out`` (the paper's results
+    directory, holding ``runs.parquet`` and ``tables/``) and written there as HTML, and as the
+    executed ``.ipynb`` if ``notebook_out`` is given. ``reported``: the CSV of the numbers the
+    paper plotted; ``claims``: include ``tables/claims.md``; ``experiments``: only these (the
+    workflow config's ``experiments:`` selection)."""
+    import nbformat
+
+    from dpminimax.experiments import load_experiments, select_experiments
+    from dpminimax.report.notebook import (
+        build_notebook,
+        execute_notebook,
+        notebook_html,
+        relative,
+    )
+
+    where = Path(html_out).parent
+    notebook = build_notebook(
+        select_experiments(load_experiments(experiments_path),
+                           None if experiments is None else list(experiments)),
+        results=".", claims=claims,
+        reported=relative(reported, where) if reported else None,
+        source=Path(experiments_path).as_posix())
+    execute_notebook(notebook, where, timeout=timeout)
+    with atomic_path(html_out) as tmp:
+        tmp.write_text(notebook_html(notebook), encoding="utf-8")
+    if notebook_out is not None:
+        with atomic_path(notebook_out) as tmp:
+            nbformat.write(notebook, str(tmp))
