@@ -2,8 +2,9 @@
 
 Route taken for ``epsilon(event, delta, accountant)``:
 
-1. dp_accounting's ``RdpAccountant`` (orders :data:`RDP_ORDERS`) or ``PLDAccountant`` when it
-   supports the event. For the PLD accountant, Gaussian releases composed inside one Poisson
+1. dp_accounting's ``RdpAccountant`` (orders :data:`RDP_ORDERS`; its subsampled-Gaussian curve
+   vectorised, :mod:`dpminimax.privacy.rdp_gaussian`) or ``PLDAccountant`` when it supports
+   the event. For the PLD accountant, Gaussian releases composed inside one Poisson
    sampling event are first replaced by the single equivalent Gaussian (exact; Mironov, Talwar &
    Zhang 2019, Sec. 3 -- the reduction RdpAccountant applies internally), because the PLD
    accountant only accepts a single mechanism inside ``PoissonSampledDpEvent``.
@@ -34,11 +35,11 @@ import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.dp_event import DpEvent
 from dp_accounting.pld import PLDAccountant
-from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 
 from dpminimax.privacy import pld_product, rdp_general
 from dpminimax.privacy.events import event_to_dict, validate_event
+from dpminimax.privacy.rdp_gaussian import VectorizedRdpAccountant
 
 ACCOUNTANTS = ("rdp", "pld")
 NEIGHBORING_RELATIONS = {
@@ -138,7 +139,7 @@ def _dp_accounting_epsilon(event: DpEvent, delta: float, accountant: str,
     if accountant == "rdp":
         orders: tuple[float, ...] | None = RDP_ORDERS
         while orders is not None:
-            acc = RdpAccountant(orders, relation)
+            acc = VectorizedRdpAccountant(orders, relation)
             try:
                 acc.compose(event)
             except privacy_accountant.UnsupportedEventError as err:
