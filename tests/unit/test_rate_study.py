@@ -22,7 +22,7 @@ from dpminimax.algorithms.utility_bounds import (
 )
 from dpminimax.problems import Block, Constants
 from dpminimax.report.claims import measure_from_runs
-from dpminimax.report.rates import plot_rate_vs_n, slopes_table
+from dpminimax.report.rates import plot_rate, slopes_table
 
 
 def _stub(moduli: dict[str, float], dims: dict[str, int], lipschitz=1.0, smooth=1.0,
@@ -154,8 +154,8 @@ def test_the_claims_loglog_slope_is_the_slope_of_the_group_means():
 
 
 def test_the_rate_figure_is_drawn_with_its_bound(tmp_path):
-    fig = plot_rate_vs_n(_power_law(-1.0), "err", ylabel="error",
-                         out_paths=[tmp_path / "f.png", tmp_path / "f.pdf"])
+    fig = plot_rate(_power_law(-1.0), "err", ylabel="error",
+                    out_paths=[tmp_path / "f.png", tmp_path / "f.pdf"])
     assert (tmp_path / "f.png").stat().st_size > 1000 and (tmp_path / "f.pdf").exists()
     lines = fig.axes[0].get_lines()
     assert any(line.get_linestyle() == "--" and len(line.get_xdata()) == 4 for line in lines)
@@ -164,8 +164,8 @@ def test_the_rate_figure_is_drawn_with_its_bound(tmp_path):
 def test_the_rate_figure_against_epsilon_has_one_line_per_n(tmp_path):
     table = pd.concat([_power_law(-1.0).assign(epsilon=eps, err=lambda t, e=eps: t["err"] / e ** 2)
                        for eps in (0.1, 0.5, 1.0)])
-    fig = plot_rate_vs_n(table, "err", ylabel="error", out_paths=[tmp_path / "e.png"],
-                         against="epsilon")
+    fig = plot_rate(table, "err", ylabel="error", out_paths=[tmp_path / "e.png"],
+                    against="epsilon")
     solid = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"]
     assert len(solid) == 4  # one per n
     assert all(list(line.get_xdata()) == [0.1, 0.5, 1.0] for line in solid)

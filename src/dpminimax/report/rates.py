@@ -33,8 +33,8 @@ BOOTSTRAP = 2000
 AXES = {"p_n": ("Sample size n", 2, "epsilon"), "epsilon": ("Privacy budget ε", 10, "p_n")}
 
 
-def plot_rate_vs_n(table: pd.DataFrame, metric: str, *, ylabel: str,
-                   out_paths: Sequence[str | os.PathLike], against: str = "p_n") -> Figure:
+def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
+              out_paths: Sequence[str | os.PathLike], against: str = "p_n") -> Figure:
     """``metric`` against n (one line per method and epsilon) or, with ``against="epsilon"``,
     against epsilon (one line per method and n; non-private runs left out), the printed bound
     dashed in each line's colour (module docstring)."""

@@ -22,7 +22,7 @@ from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.pareto import dominance_table, plot_pareto
-from dpminimax.report.rates import plot_rate_vs_n, slopes_table
+from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
 from dpminimax.report.tradeoff import plot_tradeoff
 
@@ -53,8 +53,8 @@ def _attack(metric: str) -> Drawer:
 
 
 def _rate(metric: str, ylabel: str, against: str = "p_n") -> Drawer:
-    return lambda table, req: plot_rate_vs_n(table, metric, ylabel=ylabel,
-                                             out_paths=list(req.out_paths), against=against)
+    return lambda table, req: plot_rate(table, metric, ylabel=ylabel,
+                                        out_paths=list(req.out_paths), against=against)
 
 
 def _tradeoff(violation: str) -> Drawer:
