@@ -141,3 +141,17 @@ def test_the_proximal_solution_is_stationary_for_the_regularized_objective(name)
         total = grads[block.name][0].mean(0) + sign * moduli[block.name] * (
             solution[block.name] - centers[block.name])
         assert float(torch.linalg.vector_norm(total)) < 1e-8, block.name
+
+
+def test_logistic_population_solution_is_w_star_and_separable_samples_have_no_minimizer():
+    problem = get_problem("p2_logistic", seed=0)
+    torch.testing.assert_close(problem.population_solution()["x"], problem.w_star)
+    # two examples cannot carry both labels of all 20 atoms: no (unique) empirical minimizer
+    examples = problem.sample(2, make_generator(0, "data"))
+    point = {"x": torch.zeros(3, problem.d, dtype=problem.dtype)}
+    assert bool(torch.isnan(problem.excess_risk(point, examples)).all())
+    # the ridge variant's minimizer exists on any sample and lies inside its ball
+    ridge = get_problem("p2_sc_logistic", seed=0)
+    solution = ridge.empirical_solution(ridge.sample(2, make_generator(0, "data")))["x"]
+    assert float(torch.linalg.vector_norm(solution)) < ridge.blocks[0].radius
+    assert 0 < float(torch.linalg.vector_norm(ridge.population_solution()["x"])) < 1.0

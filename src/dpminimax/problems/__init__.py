@@ -9,10 +9,13 @@ from typing import Any
 from dpminimax.problems.base import Block, Constants, Problem
 from dpminimax.problems.games import BilinearGame, CscGame, QuadraticGame
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
+from dpminimax.problems.logistic import LogisticRegression, RidgeLogisticRegression
 
 PROBLEMS: dict[str, type[Problem]] = {
     "p1_least_squares": LeastSquares,
     "p1_convex_least_squares": ConvexLeastSquares,
+    "p2_logistic": LogisticRegression,
+    "p2_sc_logistic": RidgeLogisticRegression,
     "g1_quadratic_game": QuadraticGame,
     "g2_bilinear_game": BilinearGame,
     "g4_csc_game": CscGame,
@@ -30,5 +33,5 @@ def get_problem(name: str, **kwargs: Any) -> Problem:
 
 
 __all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame",
-           "LeastSquares", "Problem",
-           "QuadraticGame", "get_problem"]
+           "LeastSquares", "LogisticRegression", "Problem", "QuadraticGame",
+           "RidgeLogisticRegression", "get_problem"]
