@@ -119,6 +119,15 @@ class PhasedGameMethod(ProblemMethod):
     def target(problem: Problem, chunk: int) -> PhaseTarget:
         """A phase's accuracy condition (what its base solver certifies)."""
 
+    def game(self, run: RunSpec) -> tuple[dict[str, Any], Problem, Block, Block]:
+        """A run's resolved parameters, its game and the game's (x, y) blocks, with the base
+        solver checked against the game (what every plan starts from)."""
+        params = self.resolve(run.params)
+        problem = self.problem(params)
+        x, y = game_blocks(problem, self.name, params["problem"])
+        check_solver(params["solver"], problem)
+        return params, problem, x, y
+
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> PhasedProgram:
@@ -155,10 +164,7 @@ class PhasedMinimaxOutputPerturbation(PhasedGameMethod):
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """K phases of Alg. 4 (releasing x) and K of Alg. 5 (releasing y): each algorithm's
         phases in parallel, the two algorithms composed."""
-        params = self.resolve(run.params)
-        problem = self.problem(params)
-        x, y = game_blocks(problem, self.name, params["problem"])
-        check_solver(params["solver"], problem)
+        params, problem, x, y = self.game(run)
         constants = problem.constants
         phases, chunk = phase_schedule(n)
         mu = cc_regularization(constants.lipschitz, constants.diameter, max(x.dim, y.dim), n,
@@ -201,10 +207,7 @@ class CscOutputPerturbation(PhasedGameMethod):
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """K phases releasing x, in parallel, with the sensitivity of the strong concavity."""
-        params = self.resolve(run.params)
-        problem = self.problem(params)
-        x, y = game_blocks(problem, self.name, params["problem"])
-        check_solver(params["solver"], problem)
+        params, problem, x, y = self.game(run)
         constants = problem.constants
         concavity = constants.strong_convexity[y.name]
         if not concavity > 0:
