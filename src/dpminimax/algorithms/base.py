@@ -56,6 +56,10 @@ class FitResult:
     #: solvers' gradient evaluations), which the task adds to each run's metric row; empty
     #: when it keeps none.
     counters: list[dict] = field(default_factory=list)
+    #: Each run's training sample where the program drew its own data (a synthetic problem's
+    #: runs: the program's optional ``samples``), which the task measures the empirical
+    #: quantities on; empty otherwise.
+    samples: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class Program(Protocol):
     """R runs of one method as one batched program: :meth:`step` advances every run by one
     step (a run that has taken its planned steps stays as it is); ``state`` is what the runs
     output (leading run axis) and ``model`` the batched model that reads it. A program may
-    also keep ``counters``, one dict of counts per run (:attr:`FitResult.counters`)."""
+    also keep ``counters``, one dict of counts per run (:attr:`FitResult.counters`), and
+    ``samples``, each run's own training sample (:attr:`FitResult.samples`)."""
 
     model: Any
     #: The number of :meth:`step` calls that train every run to its end.
@@ -232,7 +237,8 @@ class Method(ABC):
                 monitor(step, program.model, program.state)
         return FitResult(program.model, program.state, list(runs),
                          [dict(plan.record) for plan in plans], resolved,
-                         [dict(c) for c in getattr(program, "counters", [])])
+                         [dict(c) for c in getattr(program, "counters", [])],
+                         list(getattr(program, "samples", [])))
 
 
 M = TypeVar("M", bound=Method)

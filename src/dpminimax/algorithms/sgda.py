@@ -109,6 +109,7 @@ class SgdaProgram:
                  plans: Sequence[RunPlan], *, device: torch.device) -> None:
         runs, dtype = len(seeds), problem.dtype
         self.model = problem
+        self.samples = list(samples)
         self.examples = {key: torch.stack([sample[key] for sample in samples])
                          for key in samples[0]}
         self.n = int(params[0]["n"])

@@ -32,8 +32,10 @@ class SyntheticOptimization(Task):
                  device: torch.device) -> list[dict[str, Any]]:
         problem = method.problem(fit.resolved_params[0])
         params = {name: value.to(problem.dtype) for name, value in fit.state.items()}
-        samples = [method.sample(problem, run, fit.resolved_params[r], device)
-                   for r, run in enumerate(fit.runs)]
+        if len(fit.samples) != len(fit.runs):
+            raise ValueError(f"method {method.name!r}: its program kept no training samples "
+                             "(FitResult.samples) to measure the empirical quantities on")
+        samples = fit.samples
         solution = problem.population_solution()
         # the program's per-run counts (BYOA's base solvers: gradient_evaluations) come first
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
