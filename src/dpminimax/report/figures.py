@@ -140,8 +140,9 @@ def stamp_seeds(fig: Figure, table: pd.DataFrame) -> None:
         return
     low, high = int(counts.min()), int(counts.max())
     seeds = f"{low}" if low == high else f"{low}-{high}"
-    fig.text(0.99, 0.005, f"mean over {seeds} seed(s) per point; intervals: 95% Student-t, "
-             "clipped to the metric's range", ha="right", va="bottom", fontsize=6,
+    # below the axes' area (the saved bounding box grows to hold it): never over an x label
+    fig.text(0.99, 0.0, f"mean over {seeds} seed(s) per point; intervals: 95% Student-t, "
+             "clipped to the metric's range", ha="right", va="top", fontsize=6,
              color="#555555")
 
 
