@@ -228,7 +228,9 @@ def test_small_epsilon_rdp_matches_a_dense_order_reference():
     ours = epsilon(dpsgd_event(q, sigma, steps), DELTA, "rdp")
     dense = tuple(np.arange(1.5, 20, 0.25)) + tuple(range(20, 400))
     reference = RdpAccountant(dense).compose(dpsgd_event(q, sigma, steps)).get_epsilon(DELTA)
-    assert reference <= ours <= 1.005 * reference
+    # the lower end allows float rounding: our curve sums its terms in another order
+    # (privacy.rdp_gaussian), a few ulps from dp_accounting's
+    assert reference * (1 - 1e-12) <= ours <= 1.005 * reference
 
 
 def test_orders_are_extended_until_the_optimum_is_inside():
