@@ -42,12 +42,13 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
         "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N}}
 #: Methods that release once (their program has one step).
-ONE_STEP = ("output_perturbation", "exact_solution")
+ONE_STEP = ("output_perturbation", "exact_solution", "ridge_output_perturbation")
 #: Methods that release exact solutions: their sensitivity is a stability bound (BYOA Lemmas
 #: 3.3, 3.5, 4.3, 4.5), not n clipped contributions; test_output_perturbation and
 #: test_phased_minimax check them end to end.
 OUTPUT_RELEASES = ("output_perturbation", "phased_output_perturbation",
-                   "phased_minimax_output_perturbation", "csc_output_perturbation")
+                   "phased_minimax_output_perturbation", "csc_output_perturbation",
+                   "ridge_output_perturbation")
 #: Closed-form records of a paper's theorem: not derived from the releases (they say so).
 THEOREM_ACCOUNTANTS = ("paper_theorem_3_3",)
 

@@ -177,3 +177,46 @@ def test_a_minimizing_solver_is_refused_on_a_min_max_problem():
     with pytest.raises(ValueError, match="minimizes"):
         get_method("output_perturbation").plan(
             RunSpec(0, 1.0, 1e-5, {"problem": "g1_quadratic_game", "solver": "svrg"}), 1000)
+
+
+# --- the direct method (spec 003 B1 / B9): Alg. 1 / 3 on the objective plus a ridge ---------
+
+@pytest.mark.parametrize(("problem", "blocks"), [("p1_convex_least_squares", ("x",)),
+                                                 ("g2_bilinear_game", ("x", "y"))])
+def test_ridge_releases_the_ridged_solution_with_the_ridged_sensitivity(problem, blocks):
+    """Over 100 seeds: the output minus the exact solution of the empirical objective plus
+    ridge / 2 ||x||^2 (minus ridge / 2 ||y||^2), over multiplier x 4 (L + ridge sqrt(sum R^2))
+    / ((mu + ridge) n) (Alg. 1; Alg. 3's form on a game), has unit rms per block."""
+    method, n = get_method("ridge_output_perturbation"), 200
+    runs = [RunSpec(seed, 2.0, 1e-5, {"problem": problem, "n": n}) for seed in range(100)]
+    fit = method.fit(None, runs, CPU)
+    params = fit.resolved_params[0]
+    game = method.problem(params)
+    ridge = params["ridge"]
+    radii = [block.radius for block in game.blocks]
+    lipschitz = game.constants.lipschitz + ridge * math.sqrt(sum(r * r for r in radii))
+    moduli = {b: game.constants.strong_convexity[b] + ridge for b in blocks}
+    expected = {b: 4.0 * lipschitz / n * (1.0 / moduli[b] if len(blocks) == 1 else
+                                          math.sqrt(1.0 / (moduli[b] * min(moduli.values()))))
+                for b in blocks}
+    prox = ({b: torch.zeros(game.block(b).dim, dtype=game.dtype) for b in blocks},
+            dict.fromkeys(blocks, ridge))
+    for block in blocks:
+        std = params["noise_multiplier"] * expected[block]
+        noise = torch.stack([
+            fit.state[block][r] - game.empirical_solution(
+                method.sample(game, run, params, CPU), prox)[block]
+            for r, run in enumerate(runs)]) / std
+        rms = float(noise.pow(2).mean().sqrt())
+        assert abs(math.log(rms)) < 4.0 / math.sqrt(2 * noise.numel()) + 0.01, (block, rms)
+
+
+def test_the_balanced_ridge_shrinks_with_n_and_needs_bounded_blocks():
+    from dpminimax.algorithms.output_perturbation import balanced_ridge
+
+    problem = get_problem("p1_convex_least_squares", seed=0)
+    ridges = [balanced_ridge(problem, n, 0.5, 1e-7) for n in (256, 4096, 65536)]
+    assert ridges[0] > ridges[1] > ridges[2] > 0
+    method = get_method("ridge_output_perturbation")
+    with pytest.raises(ValueError, match="bounded blocks"):
+        method.plan(RunSpec(0, 0.5, 1e-7, {"problem": "p2_logistic"}), 1000)

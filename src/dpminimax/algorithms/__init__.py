@@ -6,7 +6,11 @@ from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
-from dpminimax.algorithms.output_perturbation import ExactSolution, OutputPerturbation
+from dpminimax.algorithms.output_perturbation import (
+    ExactSolution,
+    OutputPerturbation,
+    RidgeOutputPerturbation,
+)
 from dpminimax.algorithms.phased_minimax import (
     CscExact,
     CscOutputPerturbation,
@@ -26,7 +30,7 @@ METHODS: dict[str, type[Method]] = {
                               Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
                               OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
                               PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
-                              CscOutputPerturbation, CscExact)
+                              CscOutputPerturbation, CscExact, RidgeOutputPerturbation)
 }
 
 

@@ -36,6 +36,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
@@ -45,7 +46,7 @@ from dpminimax.algorithms.utility_bounds import output_perturbation_bounds
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan_event
-from dpminimax.problems import Problem
+from dpminimax.problems import Constants, Problem
 from dpminimax.seeding import make_generator
 from dpminimax.solvers import SOLVERS, Target, check_solver, solve
 
@@ -89,6 +90,59 @@ class OutputPerturbation(ProblemMethod):
                              plans, device=device)
 
 
+class RidgeOutputPerturbation(OutputPerturbation):
+    """Single-phase output perturbation, the "direct method" (spec 003 B1 for a convex problem,
+    B9 for a convex-concave one): Alg. 1 (Alg. 3) on the objective plus the ridge of
+    :func:`ridged_constants`, the ridge chosen by :func:`balanced_ridge` (a formula of the
+    a-priori constants, never tuned on data). Its error is measured on the problem itself; the
+    paper prints no bound for it."""
+
+    name: ClassVar[str] = "ridge_output_perturbation"
+    label: ClassVar[str] = "Single-phase output perturbation with a ridge (spec B1 / B9)"
+    parameters: ClassVar[dict[str, Any]] = {**OutputPerturbation.parameters,
+                                            "problem": "p1_convex_least_squares"}
+    utility_bounds = staticmethod(ProblemMethod.utility_bounds)
+
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """Alg. 1 / 3's releases with the ridged objective's sensitivities."""
+        params = self.resolve(run.params)
+        problem = self.problem(params)
+        check_solver(params["solver"], problem)
+        ridge = balanced_ridge(problem, n, run.epsilon, run.delta)
+        sensitivities = output_sensitivities(problem, n, ridge)
+        return output_plan(self, run, params, len(sensitivities),
+                           lambda multiplier: output_releases(sensitivities, multiplier),
+                           {"ridge": ridge})
+
+    def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> OutputProgram:
+        ridges = {plan.values["ridge"] for plan in plans}
+        if len(ridges) != 1:  # the ridge depends on (n, epsilon, delta): one per job and n
+            raise ValueError(f"runs of one program must share their ridge, got {sorted(ridges)}")
+        problem = self.problem(shared)
+        return OutputProgram(problem, self.samples(problem, runs, resolved, device),
+                             [run.seed for run in runs], [p["solver"] for p in resolved],
+                             plans, device=device, ridge=ridges.pop())
+
+
+def balanced_ridge(problem: Problem, n: int, epsilon: float, delta: float) -> float:
+    """The ridge lambda minimizing lambda sum_b R_b^2 / 2 (the most the ridge can move the
+    problem's excess risk or strong gap) plus Thm. 3.4's (4.4's) population bound on the ridged
+    objective (spec 003 B1: "balancing lambda D^2 / 2 against the Alg. 1 bound"), over 400
+    log-spaced values of lambda D / L in [1e-8, 1e4]."""
+    radii = [block.radius for block in problem.blocks]
+    bias = sum(r * r for r in radii) / 2.0
+    metric = "population_strong_gap" if problem.maximized else "excess_population_risk"
+    scale = problem.constants.lipschitz / problem.constants.diameter
+
+    def total(ridge: float) -> float:
+        return ridge * bias + output_perturbation_bounds(
+            problem, n, epsilon, delta, ridged_constants(problem, ridge))[metric]
+
+    return min((float(v) * scale for v in np.geomspace(1e-8, 1e4, 400)), key=total)
+
+
 def output_plan(method: ProblemMethod, run: RunSpec, params: dict[str, Any], blocks: int,
                 releases: Callable[[float], Part], values: dict[str, Any]) -> RunPlan:
     """The plan of an output-perturbation method whose releases (given the noise multiplier)
@@ -116,10 +170,11 @@ def output_plan(method: ProblemMethod, run: RunSpec, params: dict[str, Any], blo
     })
 
 
-def output_sensitivities(problem: Problem, n: int) -> dict[str, float]:
+def output_sensitivities(problem: Problem, n: int, ridge: float = 0.0) -> dict[str, float]:
     """The replace-one l2 sensitivity of each block's output: Alg. 1's 4L / (mu n) or Alg. 3's
-    (4L / n) sqrt(1 / (mu_b mu))."""
-    constants = problem.constants
+    (4L / n) sqrt(1 / (mu_b mu)), with the constants of the objective plus ``ridge``
+    (:func:`ridged_constants`)."""
+    constants = ridged_constants(problem, ridge)
     lipschitz, moduli = constants.lipschitz, constants.strong_convexity
     if not all(moduli[block.name] > 0 for block in problem.blocks):
         raise ValueError(f"output perturbation needs a strongly convex(-concave) problem; "
@@ -132,16 +187,35 @@ def output_sensitivities(problem: Problem, n: int) -> dict[str, float]:
             for block in problem.blocks}
 
 
-def output_target(problem: Problem, n: int) -> Target:
+def output_target(problem: Problem, n: int, ridge: float = 0.0) -> Target:
     """The accuracy the base solver must certify: Alg. 1 line 1, ||A(S) - x*|| <= L / (mu n);
-    Alg. 3's (3), sqrt(mu_x ||dx||^2 + mu_y ||dy||^2) <= L / (sqrt(mu) n)."""
-    constants = problem.constants
+    Alg. 3's (3), sqrt(mu_x ||dx||^2 + mu_y ||dy||^2) <= L / (sqrt(mu) n) (constants as in
+    :func:`output_sensitivities`)."""
+    constants = ridged_constants(problem, ridge)
     lipschitz, moduli = constants.lipschitz, constants.strong_convexity
     if not problem.maximized:
         (block,) = problem.blocks
         return Target(lipschitz / (moduli[block.name] * n))
     weights = {block.name: moduli[block.name] for block in problem.blocks}
     return Target(lipschitz / (math.sqrt(min(weights.values())) * n), weights)
+
+
+def ridged_constants(problem: Problem, ridge: float) -> Constants:
+    """The a-priori constants of the objective plus ridge / 2 ||b||^2 on every minimized block
+    and minus it on every maximized one (spec 003 B1 / B9): L + ridge sqrt(sum_b R_b^2) (the
+    ridge's gradient on the balls), l + ridge, mu_b + ridge; the problem's own with ridge 0."""
+    constants = problem.constants
+    if ridge == 0:
+        return constants
+    radii = [block.radius for block in problem.blocks]
+    if not all(math.isfinite(radius) for radius in radii):
+        raise ValueError("a ridge needs bounded blocks (its gradient is unbounded on R^d); "
+                         f"the radii are {radii}")
+    return Constants(
+        lipschitz=constants.lipschitz + ridge * math.sqrt(sum(r * r for r in radii)),
+        smoothness=constants.smoothness + ridge,
+        strong_convexity={name: mu + ridge for name, mu in constants.strong_convexity.items()},
+        diameter=constants.diameter)
 
 
 def solver_counters(evaluations: int | None, n: int) -> dict[str, float]:
@@ -182,15 +256,20 @@ class OutputProgram:
     """One step: every run's empirical solution by its base solver (certified to
     :func:`output_target`; its randomness from stream ``"solver"``), each block released with
     its noise (stream ``"noise_<block>"``). ``model`` is the problem; ``counters`` are the
-    runs' :func:`solver_counters`."""
+    runs' :func:`solver_counters`. With ``ridge`` the empirical objective gets the ridge of
+    :func:`ridged_constants` (a proximal term centred at 0)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
                  seeds: Sequence[int], solvers: Sequence[str], plans: Sequence[RunPlan], *,
-                 device: torch.device) -> None:
+                 device: torch.device, ridge: float = 0.0) -> None:
         self.model, self.samples, self.steps = problem, samples, 1
         self.solvers = solvers
         self.n = len(next(iter(samples[0].values())))
-        self.target = output_target(problem, self.n)
+        self.target = output_target(problem, self.n, ridge)
+        self.prox = None if ridge == 0 else (
+            {block.name: torch.zeros(block.dim, dtype=problem.dtype, device=device)
+             for block in problem.blocks},
+            {block.name: ridge for block in problem.blocks})
         self.solver_streams = [make_generator(seed, "solver") for seed in seeds]
         self.counters: list[dict[str, float]] = [{} for _ in seeds]
         self.releases = {block.name: BatchedRelease(
@@ -201,7 +280,7 @@ class OutputProgram:
         self.state: dict[str, torch.Tensor] = {}
 
     def step(self) -> None:
-        solved = [solve(name, self.model, sample, None, self.target, stream)
+        solved = [solve(name, self.model, sample, self.prox, self.target, stream)
                   for name, sample, stream in zip(self.solvers, self.samples,
                                                   self.solver_streams, strict=True)]
         solutions = [solution.point for solution in solved]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from dpminimax.problems import Problem
+from dpminimax.problems import Constants, Problem
 
 
 def _privacy_ratio(dim: int, delta: float, epsilon: float, c: float) -> float:
@@ -19,10 +19,11 @@ def _privacy_ratio(dim: int, delta: float, epsilon: float, c: float) -> float:
     return 0.0 if math.isinf(epsilon) else dim * math.log(c / delta) / epsilon ** 2
 
 
-def output_perturbation_bounds(problem: Problem, n: int, epsilon: float,
-                               delta: float) -> dict[str, float]:
-    """Theorem 3.4 (Alg. 1) for a minimization problem, Theorem 4.4 (Alg. 3) for a min-max."""
-    constants = problem.constants
+def output_perturbation_bounds(problem: Problem, n: int, epsilon: float, delta: float,
+                               constants: Constants | None = None) -> dict[str, float]:
+    """Theorem 3.4 (Alg. 1) for a minimization problem, Theorem 4.4 (Alg. 3) for a min-max;
+    ``constants`` replaces the problem's (a ridged objective's, spec 003 B1 / B9)."""
+    constants = problem.constants if constants is None else constants
     lipschitz, smooth = constants.lipschitz, constants.smoothness
     moduli = constants.strong_convexity
     dim = max(block.dim for block in problem.blocks)

@@ -39,6 +39,8 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
     "csc_output_perturbation": ("C-SC phased output perturbation (BYOA Cor. 4.9)", "#0072B2",
                                 "^"),
     "csc_exact": ("Phased regularized C-SC saddle points (non-private)", "#222222", "d"),
+    "ridge_output_perturbation": ("Single-phase output perturbation + ridge (B1 / B9)",
+                                  "#D55E00", "p"),
     "bilevel": ("DP bilevel", "#0072B2", "o"),
     "dp_sgd": ("DP-SGD", "#56B4E9", "v"),
     "tran2021a": ("Tran et al. 2021a", "#E69F00", "P"),
