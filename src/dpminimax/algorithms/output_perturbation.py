@@ -72,22 +72,33 @@ class OutputPerturbation(ProblemMethod):
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     utility_bounds = staticmethod(output_perturbation_bounds)
 
+    def ridge(self, problem: Problem, n: int, run: RunSpec) -> float:
+        """The ridge added to the objective (none: Algs. 1 and 3 as printed)."""
+        return 0.0
+
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """One Gaussian release per block of the (certified) empirical solution, with the
-        paper's sensitivities and (``sigma``) the paper's or the calibrated multiplier."""
+        paper's sensitivities (of the objective plus :meth:`ridge`, recorded as ``ridge``
+        where there is one) and (``sigma``) the paper's or the calibrated multiplier."""
         params = self.resolve(run.params)
-        check_solver(params["solver"], self.problem(params))
-        sensitivities = output_sensitivities(self.problem(params), n)
+        problem = self.problem(params)
+        check_solver(params["solver"], problem)
+        ridge = self.ridge(problem, n, run)
+        sensitivities = output_sensitivities(problem, n, ridge)
         return output_plan(self, run, params, len(sensitivities),
-                           lambda multiplier: output_releases(sensitivities, multiplier), {})
+                           lambda multiplier: output_releases(sensitivities, multiplier),
+                           {"ridge": ridge} if ridge else {})
 
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> OutputProgram:
+        ridges = {plan.values.get("ridge", 0.0) for plan in plans}
+        if len(ridges) != 1:  # the ridge depends on (n, epsilon, delta): one per job and n
+            raise ValueError(f"runs of one program must share their ridge, got {sorted(ridges)}")
         problem = self.problem(shared)
         return OutputProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], [p["solver"] for p in resolved],
-                             plans, device=device)
+                             plans, device=device, ridge=ridges.pop())
 
 
 class RidgeOutputPerturbation(OutputPerturbation):
@@ -103,27 +114,8 @@ class RidgeOutputPerturbation(OutputPerturbation):
                                             "problem": "p1_convex_least_squares"}
     utility_bounds = staticmethod(ProblemMethod.utility_bounds)
 
-    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """Alg. 1 / 3's releases with the ridged objective's sensitivities."""
-        params = self.resolve(run.params)
-        problem = self.problem(params)
-        check_solver(params["solver"], problem)
-        ridge = balanced_ridge(problem, n, run.epsilon, run.delta)
-        sensitivities = output_sensitivities(problem, n, ridge)
-        return output_plan(self, run, params, len(sensitivities),
-                           lambda multiplier: output_releases(sensitivities, multiplier),
-                           {"ridge": ridge})
-
-    def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
-                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
-                plans: Sequence[RunPlan], device: torch.device) -> OutputProgram:
-        ridges = {plan.values["ridge"] for plan in plans}
-        if len(ridges) != 1:  # the ridge depends on (n, epsilon, delta): one per job and n
-            raise ValueError(f"runs of one program must share their ridge, got {sorted(ridges)}")
-        problem = self.problem(shared)
-        return OutputProgram(problem, self.samples(problem, runs, resolved, device),
-                             [run.seed for run in runs], [p["solver"] for p in resolved],
-                             plans, device=device, ridge=ridges.pop())
+    def ridge(self, problem: Problem, n: int, run: RunSpec) -> float:
+        return balanced_ridge(problem, n, run.epsilon, run.delta)
 
 
 def balanced_ridge(problem: Problem, n: int, epsilon: float, delta: float) -> float:

@@ -42,7 +42,6 @@ from dpminimax.tuning.protocol import (
 log = logging.getLogger("dpminimax")
 
 
-
 def set_threads(threads: int) -> None:
     """Limit torch's intra-op threads to what the scheduler gave this job."""
     torch.set_num_threads(max(1, int(threads)))
@@ -313,8 +312,6 @@ def attack(train_dir: str | Path, data_dir: str | Path, out_path: str | Path) ->
     return table
 
 
-
-
 def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path,
           figure_out: Sequence[str | Path]) -> pd.DataFrame:
     """The paper's one-run privacy audit (``audit:`` in its experiments.yaml; issue #18): every
@@ -342,16 +339,6 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
             f"{violated['method'].tolist()} at {int(real['confidence'].iloc[0] * 100)}% "
             f"confidence: the mechanism does not have the epsilon it accounts (table: {csv_out})")
     return table
-
-
-
-
-
-
-
-
-
-
 
 
 def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
@@ -390,7 +377,3 @@ def _load_model(path: Path):
         raise ValueError(f"{path}: unknown model {spec['name']!r}; known: {sorted(SAVED_MODELS)}")
     model = SAVED_MODELS[spec["name"]](**{k: v for k, v in spec.items() if k != "name"})
     return model, saved["state"], saved["run_ids"]
-
-
-
-
