@@ -34,8 +34,13 @@ BENCH_CODE = code_fingerprint(
 )
 
 
+def experiments_file(paper):
+    """papers/<paper>/experiments.yaml: the paper's grids."""
+    return Path(workflow.basedir) / "papers" / paper / "experiments.yaml"
+
+
 def _load_paper(paper):
-    path = Path(workflow.basedir) / "papers" / paper / "experiments.yaml"
+    path = experiments_file(paper)
     try:
         spec = load_experiments(path)
     except ExperimentConfigError as err:
@@ -59,7 +64,7 @@ def _load_paper(paper):
 # A selection for a paper not in ``papers`` is ignored (smoke.yaml selects for every paper);
 # one for a paper that does not exist is a typo.
 _unknown = sorted(paper for paper in config.get("experiments") or {}
-                  if not (Path(workflow.basedir) / "papers" / paper / "experiments.yaml").exists())
+                  if not experiments_file(paper).exists())
 if _unknown:
     raise WorkflowError(f"experiments: no papers/<id>/experiments.yaml for {_unknown}")
 PAPERS = {}

@@ -149,7 +149,7 @@ rule audit:
 # The paper's report notebook (generated from its experiments.yaml), executed to HTML.
 rule notebook:
     input:
-        spec=lambda wc: str(Path(workflow.basedir) / "papers" / wc.paper / "experiments.yaml"),
+        spec=lambda wc: str(experiments_file(wc.paper)),
         runs="results/{paper}/runs.parquet",
         summary="results/{paper}/tables/summary.csv",
         claims=lambda wc: (
