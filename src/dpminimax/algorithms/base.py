@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from dpminimax.algorithms.params import Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
+from dpminimax.kernels.membership import member_count, shadow_indices
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.release import Part, Release, plan_event, releases_of
 from dpminimax.tasks import FAIR_CLASSIFICATION, Task
@@ -30,17 +31,21 @@ from dpminimax.tasks import FAIR_CLASSIFICATION, Task
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run: a seed, a privacy target and a full set of hyper-parameter values."""
+    """One run: a seed, a privacy target and a full set of hyper-parameter values; a shadow
+    model (``shadow``: its index) trains on its own half of the training rows only
+    (:mod:`dpminimax.kernels.membership`)."""
 
     seed: int
     epsilon: float
     delta: float
     params: Mapping[str, Any] = field(default_factory=dict)
+    shadow: int | None = None
 
     @property
     def run_id(self) -> str:
         grid = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
-        return f"seed={self.seed};eps={self.epsilon:g};{grid}"
+        shadow = "" if self.shadow is None else f"shadow={self.shadow};"
+        return f"{shadow}seed={self.seed};eps={self.epsilon:g};{grid}"
 
 
 @dataclass
@@ -145,6 +150,9 @@ class Method(ABC):
     fixed: ClassVar[dict[str, Any]] = {}
     #: The name of the method's non-private twin (set by :func:`nonprivate_twin`).
     twin: ClassVar[str | None] = None
+    #: Whether the program trains shadow runs (``RunSpec.shadow``) on their member rows only
+    #: (:mod:`dpminimax.kernels.membership`), which the LiRA attack needs.
+    shadowable: ClassVar[bool] = False
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overridden by ``params``; an unknown name or a value its check refuses
@@ -195,6 +203,8 @@ class Method(ABC):
         shared = shared_values(resolved, self.shared_parameters, self.name)
         self.check_data(data, shared)
         n = self.sample_size(data, shared)
+        if any(run.shadow is not None for run in runs):
+            n = self.shadow_sample_size(runs, n)
         plans = [self.plan(run, n, data) for run in runs]
         for params, plan in zip(resolved, plans, strict=True):
             params.update(plan.values)
@@ -209,6 +219,16 @@ class Method(ABC):
         """The number of training examples n the runs are planned on: the dataset's (a
         synthetic task's method draws its own sample and says its size)."""
         return len(data.y_train)
+
+    def shadow_sample_size(self, runs: Sequence[RunSpec], pool: int) -> int:
+        """The sample size of shadow runs drawn from ``pool`` training rows (each trains on
+        its half); refused for a method whose program does not map its batches through the
+        runs' member rows (:attr:`shadowable`) and for a mix of shadow and ordinary runs."""
+        if not self.shadowable:
+            raise ValueError(f"method {self.name!r} cannot train shadow models: its program "
+                             "does not restrict runs to their member rows (shadowable = False)")
+        shadow_indices([run.shadow for run in runs])  # refuses a mix
+        return member_count(pool)
 
     def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         """Refuse data the method cannot train on with the job's ``shared`` values (labels,

@@ -31,6 +31,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
+from dpminimax.kernels.membership import member_rows
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
@@ -58,6 +59,7 @@ class DpSgd(Method):
         "accountant": ACCOUNTANT, "model": MODEL}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
     uses_sensitive_attribute: ClassVar[bool] = False
+    shadowable: ClassVar[bool] = True
 
     def plan(self, run: RunSpec, n: int,
              data: PreparedDataset | None = None) -> RunPlan:
@@ -86,6 +88,7 @@ class DpSgd(Method):
             lr=torch.tensor([p["lr"] for p in resolved], device=device),
             release=BatchedRelease([plan.release("gradient") for plan in plans], device),
             q=resolved[0]["sampling_rate"], steps=resolved[0]["steps"],
+            members=member_rows([run.shadow for run in runs], len(data.y_train), device),
         )
 
 

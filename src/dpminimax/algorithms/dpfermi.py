@@ -102,6 +102,7 @@ from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors
 from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
+from dpminimax.kernels.membership import member_rows, to_rows
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
@@ -170,18 +171,21 @@ class Schedule:
         nominal size (an epoch's last batch may be smaller)."""
         return self.q * self.n if self.q is not None else float(self.batch_size)
 
-    def batches(self, generators: Sequence[torch.Generator],
-                device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor, float]]:
+    def batches(self, generators: Sequence[torch.Generator], device: torch.device,
+                members: torch.Tensor | None = None
+                ) -> Iterator[tuple[torch.Tensor, torch.Tensor, float]]:
         """``(index (R, B), mask (R, B), divisor)`` per step; the divisor turns sums into the
-        averaged gradients (the expected batch size qn, or the shuffled batch's size)."""
+        averaged gradients (the expected batch size qn, or the shuffled batch's size). Shadow
+        runs' positions are mapped to their ``members`` rows (R, n)."""
         if self.q is not None:
             for _ in range(self.steps):
                 index, mask = poisson_batches(self.n, self.q, generators, device=device)
-                yield index, mask, self.batch
+                yield to_rows(index, mask, members), mask, self.batch
             return
         for _ in range(self.epochs):
             for index in shuffled_batches(self.n, self.batch_size, generators, device=device):
-                yield index, torch.ones_like(index, dtype=torch.bool), float(index.shape[1])
+                mask = torch.ones_like(index, dtype=torch.bool)
+                yield to_rows(index, mask, members), mask, float(index.shape[1])
 
 
 class DpFermi(Method):
@@ -193,6 +197,7 @@ class DpFermi(Method):
     label: ClassVar[str] = "DP-FERMI"
     paper: ClassVar[str] = "dpfermi"
     private: ClassVar[bool] = True
+    shadowable: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lam": 0.5,
         "lr": 0.005,
@@ -221,12 +226,16 @@ class DpFermi(Method):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> FermiProgram:
         """:class:`FermiProgram` on the job's batch schedule (Poisson or, code v1, shuffled)."""
-        schedule = Schedule.create(len(data.y_train), int(shared["batch_size"]),
-                                   int(shared["epochs"]), bool(shared["code_faithful"]))
-        return FermiProgram(data, [run.seed for run in runs], resolved, plans,
-                            group_counts(data, shared["fairness"]), schedule,
+        members = member_rows([run.shadow for run in runs], len(data.y_train), device)
+        n = len(data.y_train) if members is None else members.shape[1]
+        schedule = Schedule.create(n, int(shared["batch_size"]), int(shared["epochs"]),
+                                   bool(shared["code_faithful"]))
+        counts = (group_counts(data, shared["fairness"])[None] if members is None else
+                  np.stack([group_counts(data, shared["fairness"], rows.cpu().numpy())
+                            for rows in members]))
+        return FermiProgram(data, [run.seed for run in runs], resolved, plans, counts, schedule,
                             privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
-                            device=device)
+                            device=device, members=members)
 
     def build(self, data: PreparedDataset, runs: Sequence[RunSpec], device: torch.device):
         """``(program, batches, plans, resolved params, schedule)`` of ``runs``: the batched
@@ -252,6 +261,16 @@ class DpFermi(Method):
                 f"method {self.name!r}: privacy='sensitive_attribute' (Thm. 3.3) clips the "
                 "s-dependent gradient part by its closed-form norm for logistic regression on "
                 "tabular data only; use privacy='example' (method 'dpfermi') for networks")
+
+    def shadow_sample_size(self, runs: Sequence[RunSpec], pool: int) -> int:
+        """Shadow runs in example mode only: Thm. 3.3's plan reads the whole training set's
+        group counts, not a shadow's member rows."""
+        size = super().shadow_sample_size(runs, pool)
+        if any(self.resolve(run.params)["privacy"] == "sensitive_attribute" for run in runs):
+            raise ValueError(f"method {self.name!r}: shadow models train in privacy='example' "
+                             "mode only (the sensitive-attribute plan reads the training set's "
+                             "group counts)")
+        return size
 
     def _check_modes(self, params: dict[str, Any]) -> None:
         """Code v1 runs only under the paper's sensitive-attribute claim."""
@@ -377,6 +396,7 @@ class DpFermiPaper(DpFermi):
     figures show it beside the example-level :class:`DpFermi`; everything else is shared."""
 
     name: ClassVar[str] = "dpfermi_paper"
+    shadowable: ClassVar[bool] = False  # Thm. 3.3's plan reads all group counts
     label: ClassVar[str] = "DP-FERMI (Thm. 3.3, sensitive-attribute DP)"
     parameters: ClassVar[dict[str, Any]] = {**DpFermi.parameters,
                                             "privacy": "sensitive_attribute"}
@@ -387,6 +407,7 @@ class DpFermiCode(DpFermi):
     paper's Thm. 3.3 noise: for matching the plotted curves, not a sound example-level method."""
 
     name: ClassVar[str] = "dpfermi_code"
+    shadowable: ClassVar[bool] = False  # Thm. 3.3's plan reads all group counts
     label: ClassVar[str] = "DP-FERMI (released code v1)"
     parameters: ClassVar[dict[str, Any]] = {**DpFermi.parameters,
                                             "privacy": "sensitive_attribute",
@@ -463,14 +484,16 @@ def _caveats(faithful: bool, eo: bool) -> list[str]:
     return caveats
 
 
-def group_counts(data: PreparedDataset, fairness: str) -> np.ndarray:
+def group_counts(data: PreparedDataset, fairness: str,
+                 rows: np.ndarray | None = None) -> np.ndarray:
     """Training counts (C, k) per conditioning cell (C = 1 for demographic parity, one row per
-    label for equalized odds) and sensitive group."""
+    label for equalized odds) and sensitive group, of the training ``rows`` (default: all)."""
     groups = len(data.group_names)
-    cells = data.y_train if fairness == "equalized_odds" else np.zeros_like(data.y_train)
-    rows = len(data.label_names) if fairness == "equalized_odds" else 1
-    return np.bincount(cells * groups + data.s_train, minlength=rows * groups).reshape(
-        rows, groups)
+    y, s = (data.y_train, data.s_train) if rows is None else (data.y_train[rows],
+                                                              data.s_train[rows])
+    cells = y if fairness == "equalized_odds" else np.zeros_like(y)
+    count = len(data.label_names) if fairness == "equalized_odds" else 1
+    return np.bincount(cells * groups + s, minlength=count * groups).reshape(count, groups)
 
 
 def _theorem_release(name: str, multiplier: float, sensitivity: float) -> Release:
@@ -506,12 +529,12 @@ class FermiProgram:
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[RunPlan], counts: np.ndarray,
                  schedule: Schedule, *, privacy: str, faithful: bool,
-                 device: torch.device) -> None:
+                 device: torch.device, members: torch.Tensor | None = None) -> None:
         runs = len(seeds)
         self.schedule, self.steps = schedule, schedule.steps
         self.batches = schedule.batches(
             [make_generator(seed, "shuffle" if schedule.q is None else "poisson", device)
-             for seed in seeds], device)
+             for seed in seeds], device, members)
         self.privacy, self.faithful = privacy, faithful
         self.eo = params[0]["fairness"] == "equalized_odds"
         self.classes = max(2, len(data.label_names))
@@ -526,7 +549,7 @@ class FermiProgram:
         self.y, self.s = (compact_codes(torch.as_tensor(v, device=device))
                           for v in (data.y_train, data.s_train))
         self.cells = self.y if self.eo else torch.zeros_like(self.y)
-        self.groups = counts.shape[1]
+        self.groups = counts.shape[-1]
         if self.linear:   # ||[x, 1]||: the linear model's per-example gradient scale
             self.x_norm = torch.sqrt(self.rows.norms() ** 2 + 1.0)
         # code v1 clips the batch-mean gradient instead (:meth:`_descend`)
@@ -552,7 +575,7 @@ class FermiProgram:
         self.p_s = self._proportions(counts, seeds, device)
         # code v1: F = [p] and only group 0's column of s (a 1 x 1 W); otherwise F = softmax
         self.columns = 1 if faithful else self.groups
-        shape = (runs, counts.shape[0], self.columns, 1 if faithful else self.classes)
+        shape = (runs, counts.shape[-2], self.columns, 1 if faithful else self.classes)
         if faithful:
             init = [torch.randn(shape[1:], generator=make_generator(seed, "w_init", device),
                                 device=device) for seed in seeds]
@@ -563,12 +586,13 @@ class FermiProgram:
     def _proportions(self, counts: np.ndarray, seeds: Sequence[int],
                      device: torch.device) -> torch.Tensor:
         """P_S per cell (R, C, k) from the counts' release (Alg. 1 line 2; exact where it is
-        not noised), floored at 1 before normalising."""
-        exact = torch.as_tensor(counts, dtype=torch.float32, device=device).flatten()
+        not noised), floored at 1 before normalising; ``counts`` (1 or R, C, k): one table for
+        every run, or each shadow run's own."""
+        exact = torch.as_tensor(counts, dtype=torch.float32, device=device).flatten(1)
         noisy = self.count_release.perturb(
             exact.expand(len(seeds), -1).clone(),
             [make_generator(seed, "group_counts", device) for seed in seeds])
-        noisy = torch.clamp(noisy, min=1.0).view(len(seeds), *counts.shape)
+        noisy = torch.clamp(noisy, min=1.0).view(len(seeds), *counts.shape[1:])
         return noisy / noisy.sum(dim=-1, keepdim=True)
 
     def _project(self, w: torch.Tensor) -> torch.Tensor:

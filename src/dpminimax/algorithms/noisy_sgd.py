@@ -2,7 +2,8 @@
 
 Each step draws a Poisson batch per run, sums per-example gradients clipped to norm C_r, adds the
 gradient release's noise N(0, (sigma_r C_r)^2 I) and takes a gradient step scaled by
-lr_r / (expected batch size qn). Run r draws
+lr_r / (expected batch size qn). A shadow run (``members``) samples its own member rows only.
+Run r draws
 its batches from the generator ``(seed_r, "poisson")`` and its noise from ``(seed_r, "noise")``:
 trained alone or among others it draws the same numbers. With C = inf and std = 0 this is plain
 mini-batch SGD on Poisson batches. DP-SGD's program (``steps`` is its planned step count) and
@@ -17,6 +18,7 @@ import torch
 
 from dpminimax.data.inputs import ImageFileRows
 from dpminimax.kernels.gather import RowGatherer, batch_values
+from dpminimax.kernels.membership import to_rows
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import make_generator
@@ -36,12 +38,14 @@ class NoisySgd:
         release: BatchedRelease,
         q: float,
         steps: int,
+        members: torch.Tensor | None = None,
     ) -> None:
         device = y.device
         self.model = model
         self.rows = rows
         self.y = y
-        self.n = len(y)
+        self.members = members  # shadow runs' member rows (R, m): they sample only those
+        self.n = len(y) if members is None else members.shape[1]
         self.q = q
         self.steps = steps
         self.release = release
@@ -52,6 +56,7 @@ class NoisySgd:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
+        index = to_rows(index, mask, self.members)
         grads = self.model.clipped_grad_sum(
             self.state, self.rows.take(index), batch_values(self.y, index), mask, self.release.clip
         )

@@ -53,6 +53,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
 from dpminimax.kernels.gather import batch_values
 from dpminimax.kernels.grouped import grouped_sums
+from dpminimax.kernels.membership import member_rows, to_rows
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -112,6 +113,7 @@ class RacoDp(Method):
     label: ClassVar[str] = "RaCO-DP"
     paper: ClassVar[str] = "racodp"
     private: ClassVar[bool] = True
+    shadowable: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lr": 1.0,
         "lr_dual": 1.0,
@@ -155,7 +157,9 @@ class RacoDp(Method):
         return RacoDpProgram(batched_model(data, shared["model"], num_classes=2), data,
                              [self.constraint_set(p, data) for p in resolved],
                              [run.seed for run in runs], resolved,
-                             [plan.releases for plan in plans], device=device)
+                             [plan.releases for plan in plans], device=device,
+                             members=member_rows([run.shadow for run in runs],
+                                                 len(data.y_train), device))
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's step count on ``data`` (raises where one step exceeds the target)."""
@@ -248,14 +252,15 @@ class RacoDpProgram:
     def __init__(self, model: BatchedLogisticRegression | BatchedNetwork, data: PreparedDataset,
                  constraints: Sequence[RateConstraintSet], seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], releases: Sequence[Batch], *,
-                 device: torch.device) -> None:
+                 device: torch.device, members: torch.Tensor | None = None) -> None:
         first = constraints[0]
         self.model = model
         self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.cells = torch.as_tensor(
             first.cells(data.y_train, data.s_train), device=device).long()
-        self.n = len(self.y)
+        self.members = members  # shadow runs' member rows (R, m): they sample only those
+        self.n = len(self.y) if members is None else members.shape[1]
         self.q = [batch.sampling_rate for batch in releases]
         self.batch = torch.tensor([expected_batch_size(self.n, q) for q in self.q],
                                   device=device)
@@ -288,6 +293,7 @@ class RacoDpProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
+        index = to_rows(index, mask, self.members)
         x = self.rows.take(index)
         y, cells = batch_values(self.y, index), batch_values(self.cells, index)
         released: dict[str, torch.Tensor] = {}
