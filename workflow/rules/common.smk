@@ -10,6 +10,7 @@ from dpminimax.experiments import (
     load_experiments,
     select_experiments,
 )
+from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
 from dpminimax.problems import PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
@@ -137,6 +138,35 @@ def audit_settings(paper):
     return {**settings, **spec.get("scales", {}).get(SCALE, {})}
 
 
+def lira_settings(paper):
+    """The paper's ``lira:`` block at this scale (None if it has none); delta defaults to the
+    paper's."""
+    spec = PAPERS[paper].get("lira")
+    if spec is None:
+        return None
+    settings = {key: value for key, value in spec.items() if key != "scales"}
+    settings.setdefault("delta", PAPERS[paper]["delta"])
+    scale = dict(spec.get("scales", {}).get(SCALE, {}))
+    # a scale's method parameters update the block's (each method keeps the others)
+    overrides = scale.pop("methods", {})
+    methods = {name: {**(params or {}), **(overrides.get(name) or {})}
+               for name, params in settings["methods"].items()}
+    return {**settings, **scale, "methods": methods}
+
+
+def lira_epsilons(paper):
+    """The epsilons the paper's LiRA jobs train at (refused at DAG time: unknown or
+    non-shadowable methods, naming the file)."""
+    try:
+        return shadow_lira_epsilons(lira_settings(paper))
+    except ValueError as err:
+        raise WorkflowError(f"{experiments_file(paper)}: {err}") from None
+
+
+def lira_files(paper, kind):
+    return [f"results/{paper}/lira/{kind}_eps={eps}.parquet" for eps in lira_epsilons(paper)]
+
+
 def benchmark_data(wildcards):
     datasets = PAPERS[wildcards.paper]["benchmarks"][wildcards.bench]["datasets"]
     return {name: f"results/data/{name}/arrays.npz" for name in datasets}
@@ -167,6 +197,10 @@ def all_targets():
         targets.append(f"results/{paper}/report.html")
         if claims_file(paper).exists():
             targets.append(f"results/{paper}/tables/claims.csv")
+        if "lira" in spec:
+            lira_epsilons(paper)  # refuse a bad block before any job
+            targets += [f"results/{paper}/tables/lira.csv",
+                        f"results/{paper}/figures/lira.pdf", f"results/{paper}/figures/lira.png"]
         if "audit" in spec:
             targets += [f"results/{paper}/audit/audit.csv",
                         f"results/{paper}/figures/audit.pdf", f"results/{paper}/figures/audit.png"]

@@ -146,6 +146,52 @@ rule audit:
         "../scripts/audit.py"
 
 
+# The paper's LiRA attack (``lira:`` in experiments.yaml; issue #23) at one epsilon: every
+# listed method's shadow models as one batched program, the attacks' metrics and ROC curves.
+rule lira:
+    input:
+        arrays=lambda wc: f"results/data/{PAPERS[wc.paper]['lira']['dataset']}/arrays.npz",
+    output:
+        metrics="results/{paper}/lira/metrics_eps={eps}.parquet",
+        roc="results/{paper}/lira/roc_eps={eps}.parquet",
+    params:
+        code=TRAIN_CODE,
+        settings=lambda wc: lira_settings(wc.paper),
+    threads: 2
+    resources:
+        runtime=60,
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/lira/eps={eps}.log",
+    benchmark:
+        "results/{paper}/benchmarks/lira/eps={eps}.tsv"
+    script:
+        "../scripts/lira.py"
+
+
+# The paper's LiRA table and figure (log-log ROC per epsilon; AUC and TPR vs epsilon with the
+# DP ceiling).
+rule lira_report:
+    input:
+        metrics=lambda wc: lira_files(wc.paper, "metrics"),
+        roc=lambda wc: lira_files(wc.paper, "roc"),
+    output:
+        csv=report("results/{paper}/tables/lira.csv", caption="../report/lira.rst",
+                   category="{paper}"),
+        pdf="results/{paper}/figures/lira.pdf",
+        png=report("results/{paper}/figures/lira.png", caption="../report/lira.rst",
+                   category="{paper}"),
+    params:
+        code=REPORT_CODE,
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/lira_report.log",
+    script:
+        "../scripts/lira_report.py"
+
+
 # The paper's report notebook (generated from its experiments.yaml), executed to HTML.
 rule notebook:
     input:

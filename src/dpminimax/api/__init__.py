@@ -16,10 +16,10 @@ from pathlib import Path
 
 #: Public name -> the submodule that defines it.
 _SIDES = {
-    **dict.fromkeys(("NonFiniteResultError", "attack", "audit", "prepare_dataset",
+    **dict.fromkeys(("NonFiniteResultError", "attack", "audit", "lira", "prepare_dataset",
                      "select_configs", "set_threads", "train", "tune"), "training"),
     **dict.fromkeys(("aggregate", "make_claims_table", "make_experiment_table", "make_figure",
-                     "make_notebook", "make_table"), "reporting"),
+                     "make_lira_report", "make_notebook", "make_table"), "reporting"),
 }
 
 

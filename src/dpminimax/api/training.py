@@ -312,6 +312,21 @@ def attack(train_dir: str | Path, data_dir: str | Path, out_path: str | Path) ->
     return table
 
 
+def lira(settings: Mapping[str, Any], data_dir: str | Path, epsilon: str | float,
+         metrics_out: str | Path, roc_out: str | Path) -> pd.DataFrame:
+    """The paper's LiRA attack (``lira:`` in its experiments.yaml; issue #23) at ``epsilon``:
+    every listed method that trains at it, its shadow models as one batched program
+    (:mod:`dpminimax.attacks.shadows`); writes the attacks' metrics and ROC curves."""
+    from dpminimax.attacks.shadows import lira_tables
+
+    data = load_prepared(data_dir)
+    metrics, roc = lira_tables(settings, data, float(epsilon), default_device())
+    table = pd.DataFrame(metrics)
+    write_parquet(table, metrics_out)
+    write_parquet(pd.DataFrame(roc), roc_out)
+    return table
+
+
 def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path,
           figure_out: Sequence[str | Path]) -> pd.DataFrame:
     """The paper's one-run privacy audit (``audit:`` in its experiments.yaml; issue #18): every

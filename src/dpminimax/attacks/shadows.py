@@ -1,0 +1,150 @@
+"""LiRA against a method (issue #23): its shadow models as runs of one batched program.
+
+``shadows`` runs of the method, each on its own half of a pool of training rows
+(:mod:`dpminimax.kernels.membership`), are trained as one batched program at the privacy target;
+every model's per-example losses on the whole pool and the membership matrix then give the
+leave-one-out evaluation of Carlini et al. (2022, Sec. V-A): each model in turn is the target
+and the others its shadows. Three attacks score the same models: LiRA online and offline
+(:mod:`dpminimax.attacks.lira`; with one global variance per side below 64 shadows, their Sec.
+VI-B) and the loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
+non-members come from the same pool, so they have the same label mix by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpminimax.algorithms import get_method
+from dpminimax.algorithms.base import RunSpec
+from dpminimax.attacks.canaries import planted
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling
+from dpminimax.attacks.lira import (
+    attack_metrics,
+    epsilon_lower_bound_from_roc,
+    leave_one_out_scores,
+)
+from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import split_inputs
+from dpminimax.kernels.membership import membership_matrix
+from dpminimax.metrics.classification import roc_curve
+
+#: The attacks each evaluation reports, strongest first.
+ATTACKS = ("lira_online", "lira_offline", "loss_threshold")
+#: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
+ROC_FPRS = np.logspace(-4, 0, 81)
+#: Below this many shadows LiRA fits one variance per side (Carlini et al. Sec. VI-B).
+FIXED_VARIANCE_BELOW = 64
+
+
+def pool_of(data: PreparedDataset, max_rows: int | None) -> PreparedDataset:
+    """The attack's pool: the first ``max_rows`` training rows (all when None)."""
+    if max_rows is None or max_rows >= len(data.y_train):
+        return data
+    return replace(data, x_train=data.x_train[:max_rows], y_train=data.y_train[:max_rows],
+                   s_train=data.s_train[:max_rows])
+
+
+def shadow_losses(method_name: str, pool: PreparedDataset, params: Mapping[str, Any],
+                  epsilon: float, delta: float, shadows: int, *, seed: int = 0,
+                  bug: str | None = None, device: torch.device | str = "cpu"
+                  ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """Train ``shadows`` runs of the method (shadow s: seed ``seed + s``) as one batched program
+    on the pool (``bug``: a planted control, :func:`~dpminimax.attacks.canaries.planted`) and
+    return ``(losses (M, N), members (M, N), accounting records)``."""
+    if shadows < 2:
+        raise ValueError(f"LiRA needs at least 2 shadow models, got {shadows}")
+    method = get_method(method_name)
+    runs = [RunSpec(seed + s, float(epsilon), float(delta), dict(params), shadow=s)
+            for s in range(shadows)]
+    device = torch.device(device)
+    batch = 1.0
+    if bug == "noise_over_batch":  # the expected batch size of the plan
+        plan = method.plan_runs(pool, runs[:1])[2][0]
+        batch = float(plan.values.get("sampling_rate") or 1.0) * len(pool.y_train) / 2
+    with planted(bug, batch):
+        fit = method.fit(pool, runs, device)
+    inputs = split_inputs(pool, "train", device)
+    with torch.no_grad():
+        losses = fit.model.losses(fit.state, inputs, torch.as_tensor(pool.y_train,
+                                                                      device=device))
+    members = membership_matrix([run.shadow for run in runs], len(pool.y_train))
+    return losses.double().cpu().numpy(), members, fit.accounting
+
+
+def attack_scores(losses: np.ndarray, members: np.ndarray) -> dict[str, np.ndarray]:
+    """Each attack's leave-one-out scores (M, N) (higher: more likely a member)."""
+    fixed = losses.shape[0] < FIXED_VARIANCE_BELOW
+    online, _ = leave_one_out_scores(losses, members, online=True, fixed_variance=fixed)
+    offline, _ = leave_one_out_scores(losses, members, online=False, fixed_variance=fixed)
+    return {"lira_online": online, "lira_offline": offline, "loss_threshold": -losses}
+
+
+def evaluate(losses: np.ndarray, members: np.ndarray, epsilon: float, delta: float,
+             confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
+    """``(metric rows, ROC rows)`` of every attack on the models' ``losses`` (M, N): AUC, TPR
+    at 0.1% / 1% FPR with Clopper-Pearson intervals, the empirical epsilon lower bound of the
+    ROC, and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
+    metrics, curves = [], []
+    ceiling = {"ceiling_auc": float(dp_auc_ceiling(epsilon, delta)),
+               "ceiling_tpr_at_0.1pct": float(dp_tpr_ceiling(1e-3, epsilon, delta)),
+               "ceiling_tpr_at_1pct": float(dp_tpr_ceiling(1e-2, epsilon, delta))}
+    for attack, scores in attack_scores(losses, members).items():
+        flat, labels = scores.ravel(), members.ravel()
+        metrics.append({"attack": attack, **attack_metrics(flat, labels, confidence=confidence),
+                        "epsilon_lower": epsilon_lower_bound_from_roc(
+                            flat, labels, delta, confidence=confidence),
+                        **ceiling})
+        fpr, tpr, _ = roc_curve(flat, labels)
+        for f, t in zip(ROC_FPRS, np.interp(ROC_FPRS, fpr, tpr), strict=True):
+            curves.append({"attack": attack, "fpr": float(f), "tpr": float(t),
+                           "ceiling_tpr": float(dp_tpr_ceiling(f, epsilon, delta))})
+    return metrics, curves
+
+
+def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: float,
+                device: torch.device | str = "cpu") -> tuple[list[dict], list[dict]]:
+    """A paper's ``lira:`` block at one ``epsilon``: every listed method that trains at it
+    (private methods at finite epsilon, non-private ones at inf) with ``shadows`` shadow
+    models on the pool; ``(metric rows, ROC rows)`` tagged with the method and epsilon."""
+    pool = pool_of(data, settings.get("max_rows"))
+    shadows, delta = int(settings["shadows"]), float(settings["delta"])
+    metrics: list[dict] = []
+    curves: list[dict] = []
+    for name in trains_at(settings["methods"], epsilon):
+        losses, members, accounting = shadow_losses(
+            name, pool, settings["methods"][name] or {}, epsilon, delta, shadows,
+            seed=int(settings.get("seed", 0)), device=device)
+        spent = max(float(record["epsilon"]) for record in accounting)
+        tags = {"method": name, "epsilon": epsilon, "epsilon_spent": spent, "delta": delta,
+                "shadows": shadows, "pool": len(pool.y_train), "dataset": data.name}
+        rows, roc = evaluate(losses, members, spent, delta)
+        metrics += [{**tags, **row} for row in rows]
+        curves += [{**tags, **row} for row in roc]
+    return metrics, curves
+
+
+def lira_epsilons(settings: Mapping[str, Any]) -> list[str]:
+    """The epsilons (as written) a ``lira:`` block trains at: its private targets, and ``inf``
+    when it lists a non-private method. Refuses unknown and non-shadowable methods, naming
+    them."""
+    for name in settings["methods"]:
+        method = get_method(name)  # raises for an unknown name, listing the known ones
+        if not method.shadowable:
+            raise ValueError(f"lira: method {name!r} cannot train shadow models "
+                             "(shadowable = False)")
+    epsilons = [str(eps) for eps in settings["epsilons"] if not np.isinf(float(eps))]
+    if any(not get_method(name).private for name in settings["methods"]):
+        epsilons.append("inf")
+    return epsilons
+
+
+def trains_at(methods: Sequence[str], epsilon: float) -> list[str]:
+    """The methods of ``methods`` that train at ``epsilon`` (private ones at a finite target,
+    non-private ones at inf)."""
+    private = not np.isinf(epsilon)
+    return [name for name in methods if get_method(name).private == private]
