@@ -11,7 +11,8 @@
     dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa [--json] [--repeats N]
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira
+                    [--json] [--repeats N]
 """
 
 from __future__ import annotations
@@ -257,6 +258,10 @@ def _bench(args: argparse.Namespace) -> None:
         from dpminimax.bench.byoa import run_gradient_throughput
 
         result = run_gradient_throughput(repeats=args.repeats)
+    elif args.suite == "lira":
+        from dpminimax.bench.lira import run_shadow_benchmark
+
+        result = run_shadow_benchmark()
     elif args.suite == "workflow":
         from dpminimax.bench.workflow import time_dry_run
 
@@ -376,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "tuning", "workflow", "byoa"],
+                                          "tuning", "workflow", "byoa", "lira"],
                        help="which benchmark (BENCHMARKS.md lists what each measures)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--repeats", type=int, default=30, help="timed steps (or runs) per method")

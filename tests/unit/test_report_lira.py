@@ -1,0 +1,99 @@
+"""The LiRA figure and table: written as pdf and png for thin tables, ceilings flagged, sorted."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling
+from dpminimax.report.lira import ATTACK_ORDER, draw_lira, lira_summary
+
+matplotlib.use("Agg")
+
+DELTA = 1e-5
+FPRS = np.logspace(-4, 0, 81)
+
+
+def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf)):
+    """Synthetic metrics and ROC tables shaped like :func:`attacks.shadows.lira_tables`."""
+    metrics, roc = [], []
+    for method in methods:
+        for eps in epsilons:
+            spent = eps * 0.97 if np.isfinite(eps) else eps
+            tags = {"method": method, "epsilon": eps, "epsilon_spent": spent, "delta": DELTA,
+                    "shadows": 16, "pool": 2000, "dataset": "adult"}
+            ceiling = {"ceiling_auc": dp_auc_ceiling(spent, DELTA),
+                       "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, spent, DELTA),
+                       "ceiling_tpr_at_1pct": dp_tpr_ceiling(1e-2, spent, DELTA)}
+            for k, attack in enumerate(ATTACK_ORDER):
+                share = 0.5 / (k + 1)  # of the way from chance to the ceiling
+                tpr = FPRS + share * (dp_tpr_ceiling(FPRS, spent, DELTA) - FPRS)
+                at = {"0.1pct": tpr[np.isclose(FPRS, 1e-3)][0],
+                      "1pct": tpr[np.isclose(FPRS, 1e-2)][0]}
+                metrics.append({**tags, "attack": attack,
+                                "auc": 0.5 + share * (ceiling["ceiling_auc"] - 0.5),
+                                **{f"tpr_at_{f}{end}": t * scale for f, t in at.items()
+                                   for end, scale in (("", 1.0), ("_low", 0.5),
+                                                      ("_high", 1.2))},
+                                "n_members": 16000, "n_nonmembers": 16000,
+                                "epsilon_lower": 0.0, **ceiling})
+                roc += [{**tags, "attack": attack, "fpr": f, "tpr": t,
+                         "ceiling_tpr": dp_tpr_ceiling(f, spent, DELTA)}
+                        for f, t in zip(FPRS, tpr, strict=True)]
+    return pd.DataFrame(metrics), pd.DataFrame(roc)
+
+
+def test_figure_pdf_and_png(tmp_path):
+    paths = [tmp_path / "lira.pdf", tmp_path / "lira.png"]
+    draw_lira(*tables(), paths)
+    assert paths[0].read_bytes().startswith(b"%PDF")
+    assert paths[1].read_bytes().startswith(b"\x89PNG")
+    assert all(p.stat().st_size > 1000 for p in paths)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lira.pdf", "lira.png"]  # no temp
+
+
+@pytest.mark.parametrize("select", [
+    {"methods": ("dp_sgd",), "epsilons": (1.0,)},
+    {"epsilons": (math.inf,)},
+], ids=["one-method-one-epsilon", "non-private-only"])
+def test_figure_thin_tables(tmp_path, select):
+    path = tmp_path / "lira.png"
+    draw_lira(*tables(**select), [path])
+    assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 1000
+
+
+def test_summary_flags_a_tpr_interval_above_the_ceiling():
+    metrics, _ = tables(epsilons=(1.0,))
+    planted = (metrics["method"] == "racodp") & (metrics["attack"] == "lira_online")
+    metrics.loc[planted, "tpr_at_1pct_low"] = metrics.loc[planted, "ceiling_tpr_at_1pct"] + 1e-3
+    summary = lira_summary(metrics)
+    flagged = summary.loc[summary["above_ceiling"], ["method", "attack"]]
+    assert flagged.to_dict("records") == [{"method": "racodp", "attack": "lira_online"}]
+    # the point estimate above the ceiling, its interval's lower end not: no flag
+    metrics.loc[planted, "tpr_at_1pct_low"] = 0.0
+    metrics.loc[planted, "tpr_at_1pct"] = 1.0
+    assert not lira_summary(metrics)["above_ceiling"].any()
+
+
+def test_summary_flags_an_epsilon_lower_bound_above_the_epsilon_spent():
+    metrics, _ = tables(epsilons=(1.0, math.inf))
+    planted = (metrics["method"] == "dp_sgd") & (metrics["attack"] == "loss_threshold")
+    metrics.loc[planted, "epsilon_lower"] = 1.5
+    summary = lira_summary(metrics)
+    flagged = summary.loc[summary["above_ceiling"], ["method", "epsilon", "attack"]]
+    assert flagged.to_dict("records") == [
+        {"method": "dp_sgd", "epsilon": 1.0, "attack": "loss_threshold"}]  # not at inf
+
+
+def test_summary_order_and_columns():
+    metrics, _ = tables(epsilons=(math.inf, 8.0, 1.0))
+    summary = lira_summary(metrics.sample(frac=1.0, random_state=0))
+    assert list(summary.columns[:5]) == ["dataset", "method", "epsilon", "epsilon_spent",
+                                         "attack"]
+    assert {"tpr_at_0.1pct_low", "tpr_at_1pct_high", "shadows", "pool"} <= set(summary)
+    assert "n_members" not in summary
+    keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))
+    assert keys == [(m, e, a) for m in ("dp_sgd", "racodp") for e in (1.0, 8.0, math.inf)
+                    for a in ATTACK_ORDER]
