@@ -57,13 +57,18 @@ def fit_seconds(data: PreparedDataset, params: dict, models: int) -> float:
     return time.perf_counter() - start
 
 
-def run_shadow_benchmark(counts: tuple[int, ...] = (1, 16, 64)) -> dict[str, float]:
-    """Seconds per workload and model count, and each count's time per model over one's."""
+def run_shadow_benchmark(counts: tuple[int, ...] = (1, 16, 64),
+                         repeats: int = 3) -> dict[str, float]:
+    """Median seconds per workload and model count over ``repeats`` interleaved rounds, and each
+    count's time per model over one's."""
     result: dict[str, float] = {"torch_threads": torch.get_num_threads()}
     for workload, (rows, params) in WORKLOADS.items():
         data = random_dataset("tabular" if workload == "logistic_regression" else "image", rows)
-        fit_seconds(data, params, 2)  # warm-up: kernels compiled, allocator primed
-        seconds = {count: fit_seconds(data, params, count) for count in counts}
+        for count in counts:  # warm-up: every path planned once, allocator primed
+            fit_seconds(data, params, count)
+        rounds = [{count: fit_seconds(data, params, count) for count in counts}
+                  for _ in range(repeats)]
+        seconds = {count: float(np.median([r[count] for r in rounds])) for count in counts}
         for count, value in seconds.items():
             result[f"{workload}_{count}_models_s"] = round(value, 3)
             result[f"{workload}_{count}_models_per_model_vs_one"] = round(
