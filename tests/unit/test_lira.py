@@ -16,6 +16,7 @@ from dpminimax.attacks.lira import (
     lira_scores,
     logit_confidence,
 )
+from dpminimax.metrics.classification import tpr_at_fpr
 
 BAYES_AUC = norm.cdf(1 / np.sqrt(2))  # two unit Gaussians one standard deviation apart: 0.760
 
@@ -177,11 +178,29 @@ def test_attack_metrics_keys_and_intervals(separable):
     result = attack_metrics(scores, labels, fprs=(1e-3, 1e-2, 0.05))
     tags = ["0.1pct", "1pct", "5pct"]
     assert set(result) == {"auc", "n_members", "n_nonmembers"} | {
-        f"tpr_at_{tag}{end}" for tag in tags for end in ("", "_low", "_high")}
+        f"tpr_at_{tag}{end}" for tag in tags for end in ("", "_low", "_high", "_fpr_high")}
     assert result["n_members"] == labels.sum()
     assert result["n_members"] + result["n_nonmembers"] == labels.size
     for tag in tags:
         assert result[f"tpr_at_{tag}_low"] < result[f"tpr_at_{tag}"] < result[f"tpr_at_{tag}_high"]
+        assert result[f"tpr_at_{tag}"] == tpr_at_fpr(scores, labels, float(tag[:-3]) / 100)
+
+
+def test_fpr_upper_end_is_that_of_the_chosen_threshold():
+    """Non-members score 0..999; 20 members score above all of them, one just below the 10th
+    highest non-member and the rest below all. At 1% FPR the best threshold lets exactly 10
+    non-members through (TPR 21/1000); its FPR's upper end is the Clopper-Pearson bound of 10
+    in 1,000, above the 1% target. At 0.1% the best threshold has no false positive."""
+    members = np.concatenate([2000.0 + np.arange(20), [989.5], -1.0 - np.arange(979)])
+    scores = np.concatenate([np.arange(1000.0), members])
+    labels = np.concatenate([np.zeros(1000), np.ones(1000)])
+    result = attack_metrics(scores, labels, fprs=(1e-3, 1e-2))
+    assert result["tpr_at_1pct"] == pytest.approx(0.021)
+    assert result["tpr_at_1pct_fpr_high"] == pytest.approx(clopper_pearson_interval(10, 1000)[1])
+    assert result["tpr_at_1pct_fpr_high"] > 0.01
+    assert result["tpr_at_0.1pct"] == pytest.approx(0.020)
+    assert result["tpr_at_0.1pct_fpr_high"] == pytest.approx(
+        clopper_pearson_interval(0, 1000)[1])
 
 
 def test_epsilon_bound_of_a_perfect_attack():

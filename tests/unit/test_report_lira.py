@@ -37,6 +37,8 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf)):
                                 **{f"tpr_at_{f}{end}": t * scale for f, t in at.items()
                                    for end, scale in (("", 1.0), ("_low", 0.5),
                                                       ("_high", 1.2))},
+                                **{f"tpr_at_{f}_fpr_high": float(f.removesuffix("pct")) / 100
+                                   for f in at},
                                 "n_members": 16000, "n_nonmembers": 16000,
                                 "epsilon_lower": 0.0, **ceiling})
                 roc += [{**tags, "attack": attack, "fpr": f, "tpr": t,
@@ -71,7 +73,11 @@ def test_summary_flags_a_tpr_interval_above_the_ceiling():
     summary = lira_summary(metrics)
     flagged = summary.loc[summary["above_ceiling"], ["method", "attack"]]
     assert flagged.to_dict("records") == [{"method": "racodp", "attack": "lira_online"}]
+    # above the ceiling at 1% FPR, not at the upper end of the FPR's interval: no flag
+    metrics.loc[planted, "tpr_at_1pct_fpr_high"] = 0.02
+    assert not lira_summary(metrics)["above_ceiling"].any()
     # the point estimate above the ceiling, its interval's lower end not: no flag
+    metrics.loc[planted, "tpr_at_1pct_fpr_high"] = 0.01
     metrics.loc[planted, "tpr_at_1pct_low"] = 0.0
     metrics.loc[planted, "tpr_at_1pct"] = 1.0
     assert not lira_summary(metrics)["above_ceiling"].any()

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import beta, norm
 
-from dpminimax.metrics.classification import roc_auc, roc_curve, tpr_at_fpr
+from dpminimax.metrics.classification import roc_auc, roc_curve
 
 LOSS_FLOOR = 1e-12
 """Losses are clipped below at this value, so ``p = 1`` gives ``phi ~ 27.6`` rather than ``inf``."""
@@ -139,21 +139,32 @@ def attack_metrics(
 ) -> dict[str, float | int]:
     """AUC and TPR at low FPRs of an attack, pooled over all targets (arrays are flattened).
 
-    For each ``f`` in ``fprs``, ``tpr_at_<tag>`` (:func:`tpr_at_fpr`; tag ``"%g" % (100 f)`` then
-    ``pct``, e.g. ``0.1pct``) and the Clopper-Pearson interval ``tpr_at_<tag>_low`` / ``_high``
-    over the members at ``confidence``. The interval treats the threshold as fixed: it ignores
-    that the threshold was set on the same non-members. Also ``n_members``, ``n_nonmembers``.
+    For each ``f`` in ``fprs``, ``tpr_at_<tag>`` (tag ``"%g" % (100 f)`` then ``pct``, e.g.
+    ``0.1pct``): the largest TPR over ROC thresholds whose FPR is at most ``f``
+    (:func:`~dpminimax.metrics.classification.tpr_at_fpr`), its Clopper-Pearson interval
+    ``tpr_at_<tag>_low`` / ``_high`` over the members at ``confidence``, and
+    ``tpr_at_<tag>_fpr_high``, the upper end of the interval of that threshold's FPR over the
+    non-members (the FPR is estimated too: a ceiling check compares TPR_low with the ceiling at
+    this FPR, not at ``f``). The intervals treat the threshold as fixed: they ignore that it was
+    set on the same non-members. Also ``n_members``, ``n_nonmembers``.
     """
     scores, labels = np.ravel(scores), np.ravel(labels)
     n_members = int(np.count_nonzero(labels))
+    n_nonmembers = labels.size - n_members
+    curve_fpr, curve_tpr, _ = roc_curve(scores, labels)
     result: dict[str, float | int] = {"auc": roc_auc(scores, labels)}
     for fpr in fprs:
         tag = f"tpr_at_{fpr * 100:g}pct"
-        tpr = tpr_at_fpr(scores, labels, fpr)
+        admissible = np.flatnonzero(curve_fpr <= fpr)
+        point = admissible[np.argmax(curve_tpr[admissible])]  # the smallest FPR among ties
+        tpr = float(curve_tpr[point])
         low, high = clopper_pearson_interval(round(tpr * n_members), n_members,
                                              confidence=confidence)
-        result |= {tag: tpr, f"{tag}_low": float(low), f"{tag}_high": float(high)}
-    return result | {"n_members": n_members, "n_nonmembers": labels.size - n_members}
+        _, fpr_high = clopper_pearson_interval(round(curve_fpr[point] * n_nonmembers),
+                                               n_nonmembers, confidence=confidence)
+        result |= {tag: tpr, f"{tag}_low": float(low), f"{tag}_high": float(high),
+                   f"{tag}_fpr_high": float(fpr_high)}
+    return result | {"n_members": n_members, "n_nonmembers": n_nonmembers}
 
 
 def epsilon_lower_bound_from_roc(

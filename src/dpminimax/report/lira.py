@@ -36,8 +36,8 @@ from dpminimax.report.style import (
 ATTACK_ORDER = ("lira_online", "lira_offline", "loss_threshold")
 SUMMARY_COLUMNS = (
     "dataset", "method", "epsilon", "epsilon_spent", "attack", "auc",
-    "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high",
-    "tpr_at_1pct", "tpr_at_1pct_low", "tpr_at_1pct_high", "epsilon_lower",
+    "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high", "tpr_at_0.1pct_fpr_high",
+    "tpr_at_1pct", "tpr_at_1pct_low", "tpr_at_1pct_high", "tpr_at_1pct_fpr_high", "epsilon_lower",
     "ceiling_auc", "ceiling_tpr_at_0.1pct", "ceiling_tpr_at_1pct", "shadows", "pool",
 )
 FPR_RANGE = (1e-4, 1.0)
@@ -49,13 +49,16 @@ CHANCE_LINE = {"color": CHANCE_COLOUR, "linestyle": (0, (4, 3)), "linewidth": 1.
 
 
 def lira_summary(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per (dataset, method, epsilon, attack) with ``above_ceiling``: the lower end of a
-    TPR interval (at 0.1% or 1% FPR) exceeds the DP ceiling there, or the epsilon lower bound
-    exceeds the epsilon spent (a privacy violation beyond the confidence interval)."""
-    table = metrics[list(SUMMARY_COLUMNS)].assign(above_ceiling=(
-        (metrics["tpr_at_0.1pct_low"] > metrics["ceiling_tpr_at_0.1pct"])
-        | (metrics["tpr_at_1pct_low"] > metrics["ceiling_tpr_at_1pct"])
-        | (metrics["epsilon_lower"] > metrics["epsilon_spent"])))
+    """One row per (dataset, method, epsilon, attack) with ``above_ceiling``: at 0.1% or 1% FPR
+    the lower end of the TPR interval exceeds the DP ceiling at the upper end of the FPR
+    interval (both rates are estimated), or the epsilon lower bound exceeds the epsilon spent:
+    a privacy violation beyond the confidence intervals."""
+    above = metrics["epsilon_lower"] > metrics["epsilon_spent"]
+    for tag in ("0.1pct", "1pct"):
+        ceiling = dp_tpr_ceiling(metrics[f"tpr_at_{tag}_fpr_high"].to_numpy(),
+                                 metrics["epsilon_spent"].to_numpy(), metrics["delta"].to_numpy())
+        above |= metrics[f"tpr_at_{tag}_low"] > ceiling
+    table = metrics[list(SUMMARY_COLUMNS)].assign(above_ceiling=above)
     order = {attack: i for i, attack in enumerate(ATTACK_ORDER)}
     return table.sort_values(
         ["dataset", "method", "epsilon", "attack"], kind="stable",
