@@ -7,18 +7,31 @@ from __future__ import annotations
 from typing import Any
 
 from dpminimax.problems.base import Block, Constants, Problem
+from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, FixedSample
 from dpminimax.problems.games import BilinearGame, CscGame, QuadraticGame
+from dpminimax.problems.leak_example import LeakExample
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
+from dpminimax.problems.linear_response import LinearResponseBilevel
 from dpminimax.problems.logistic import LogisticRegression, RidgeLogisticRegression
+from dpminimax.problems.smoothness import LogCoshRegression
+from dpminimax.problems.softplus_game import SoftplusGame
 
 PROBLEMS: dict[str, type[Problem]] = {
     "p1_least_squares": LeastSquares,
     "p1_convex_least_squares": ConvexLeastSquares,
     "p2_logistic": LogisticRegression,
     "p2_sc_logistic": RidgeLogisticRegression,
+    "p3_log_cosh": LogCoshRegression,
     "g1_quadratic_game": QuadraticGame,
     "g2_bilinear_game": BilinearGame,
+    "g3_softplus_game": SoftplusGame,
     "g4_csc_game": CscGame,
+}
+
+#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A and P-D (Example 3.1).
+BILEVEL_PROBLEMS: dict[str, type[BilevelProblem]] = {
+    "pa_linear_response": LinearResponseBilevel,
+    "pd_leak_example": LeakExample,
 }
 
 
@@ -32,6 +45,18 @@ def get_problem(name: str, **kwargs: Any) -> Problem:
     return cls(**kwargs)
 
 
-__all__ = ["PROBLEMS", "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame",
-           "LeastSquares", "LogisticRegression", "Problem", "QuadraticGame",
-           "RidgeLogisticRegression", "get_problem"]
+def get_bilevel_problem(name: str, **kwargs: Any) -> BilevelProblem:
+    """An instance of bilevel problem ``name`` (keyword arguments: its constructor's)."""
+    try:
+        cls = BILEVEL_PROBLEMS[name]
+    except KeyError:
+        raise ValueError(f"unknown bilevel problem {name!r}; known: {sorted(BILEVEL_PROBLEMS)}"
+                         ) from None
+    return cls(**kwargs)
+
+
+__all__ = ["BILEVEL_PROBLEMS", "PROBLEMS", "BilevelConstants", "BilevelProblem",
+           "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame", "FixedSample",
+           "LeakExample", "LeastSquares", "LinearResponseBilevel", "LogCoshRegression",
+           "LogisticRegression", "Problem", "QuadraticGame", "RidgeLogisticRegression",
+           "SoftplusGame", "get_bilevel_problem", "get_problem"]

@@ -1,0 +1,114 @@
+"""P-A, the linear-response bilevel problem (spec 002 §6.2), the rate testbed with d_x and d_y
+decoupled.
+
+xi = (s, u, v): s uniform in [0, 1]^{d_y}; u, v = u0, v0 (norm 0.5) plus N(0, 0.25 I / d_y),
+projected onto the unit ball; A(s) = a diag(s) M0 with M0 (d_y, d_x) of orthonormal columns
+(rows if d_x > d_y), so ||A|| <= a.
+    g(x, y; xi) = ||y||^2 / 2 - <y, A(s) x + u>,   f(x, y; xi) = ||y - v||^2 / 2 + rho Psi(x),
+Psi(x) = sum_k x_k^2 / (1 + x_k^2) (nonconvex), X = B(0, D_x), Y = B(0, a D_x + 1). Closed forms
+from the sample means (A_bar = a diag(s_bar) M0): y*(x) = A_bar x + u_bar,
+y^lambda(x) = (v_bar + lambda y*(x)) / (1 + lambda), grad F_S(x) = rho grad Psi(x) +
+A_bar^T (y*(x) - v_bar); O(d_x d_y) per evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from dpminimax.problems.base import Block, Examples, sphere
+from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, Stats, hypot
+from dpminimax.seeding import make_generator
+
+
+class LinearResponseBilevel(BilevelProblem):
+    """P-A; the instance (M0, u0, v0) is fixed by ``seed``."""
+
+    def __init__(self, d_x: int = 4, d_y: int = 16, a: float = 1.0, rho: float = 1.0,
+                 radius: float = 2.0, seed: int = 0, dtype: torch.dtype = torch.float64) -> None:
+        super().__init__(Block("x", d_x, radius), Block("y", d_y, a * radius + 1.0), dtype)
+        self.a, self.rho = a, rho
+        generator = make_generator(seed, "problem")
+        tall = torch.linalg.qr(torch.randn(max(d_x, d_y), min(d_x, d_y), generator=generator,
+                                           dtype=dtype))[0]
+        self.m0 = tall if d_y >= d_x else tall.T
+        self.u0, self.v0 = 0.5 * sphere(2, d_y, generator, dtype)
+
+    @property
+    def constants(self) -> BilevelConstants:
+        """||grad Psi|| <= 2 ||x||, so grad_x f <= 2 rho D_x, grad_y f <= R_Y + 1; grad_x g =
+        -A^T y <= a R_Y, grad_y g <= R_Y + a D_x + 1; the joint Hessian of g has norm
+        (1 + sqrt(1 + 4 a^2)) / 2; Psi'' <= 2."""
+        d_x, r_y = self.x.radius, self.y.radius
+        return BilevelConstants(
+            l0f=hypot(2 * self.rho * d_x, r_y + 1.0), l1f=max(1.0, 2 * self.rho),
+            l0g=hypot(self.a * r_y, r_y + self.a * d_x + 1.0),
+            l1g=(1.0 + math.sqrt(1.0 + 4 * self.a ** 2)) / 2.0, l2g=0.0, mu_g=1.0)
+
+    def sample(self, n: int, generator: torch.Generator) -> Examples:
+        d_y = self.y.dim
+        s = torch.rand(n, d_y, generator=generator, dtype=self.dtype)
+        unit = Block("unit", d_y, 1.0)
+        u, v = (unit.project(center + 0.5 / math.sqrt(d_y) * torch.randn(
+            n, d_y, generator=generator, dtype=self.dtype)) for center in (self.u0, self.v0))
+        return {"s": s, "u": u, "v": v}
+
+    def _psi_grad(self, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * x / (1.0 + x * x) ** 2
+
+    def example_loss(self, level: str, x: torch.Tensor, y: torch.Tensor,
+                     example: Examples) -> torch.Tensor:
+        if level == "f":
+            gap = y - example["v"]
+            return 0.5 * gap @ gap + self.rho * (x * x / (1.0 + x * x)).sum()
+        response = self.a * example["s"] * (self.m0 @ x) + example["u"]
+        return 0.5 * y @ y - y @ response
+
+    def per_example_grad(self, level: str, block: str, x: torch.Tensor, y: torch.Tensor,
+                         examples: Examples) -> torch.Tensor:
+        s = examples["s"]
+        if level == "f":
+            if block == "x":
+                return (self.rho * self._psi_grad(x)).unsqueeze(1).expand(-1, s.shape[1], -1)
+            return y.unsqueeze(1) - examples["v"]
+        if block == "x":
+            return -self.a * (s * y.unsqueeze(1)) @ self.m0
+        return y.unsqueeze(1) - self.a * s * (x @ self.m0.T).unsqueeze(1) - examples["u"]
+
+    def statistics(self, examples: Examples) -> Stats:
+        return {"s": examples["s"].mean(1), "u": examples["u"].mean(1),
+                "v": examples["v"].mean(1), "v_sq": (examples["v"] ** 2).sum(-1).mean(1)}
+
+    def _response(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
+        """A_bar x (R, d_y)."""
+        return self.a * stats["s"] * (x @ self.m0.T)
+
+    def _response_adjoint(self, y: torch.Tensor, stats: Stats) -> torch.Tensor:
+        """A_bar^T y (R, d_x)."""
+        return self.a * (stats["s"] * y) @ self.m0
+
+    def mean_grad(self, level: str, block: str, x: torch.Tensor, y: torch.Tensor,
+                  stats: Stats) -> torch.Tensor:
+        if level == "f":
+            return self.rho * self._psi_grad(x) if block == "x" else y - stats["v"]
+        if block == "x":
+            return -self._response_adjoint(y, stats)
+        return y - self._response(x, stats) - stats["u"]
+
+    def inner_solution(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
+        return self._response(x, stats) + stats["u"]
+
+    def penalty_solution(self, x: torch.Tensor, lam: torch.Tensor,
+                         stats: Stats) -> torch.Tensor:
+        lam = lam.unsqueeze(-1)
+        return (stats["v"] + lam * self.inner_solution(x, stats)) / (1.0 + lam)
+
+    def hypergradient(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
+        return self.rho * self._psi_grad(x) + self._response_adjoint(
+            self.inner_solution(x, stats) - stats["v"], stats)
+
+    def hyperobjective(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
+        y = self.inner_solution(x, stats)
+        return (self.rho * (x * x / (1.0 + x * x)).sum(-1) + 0.5 * (y * y).sum(-1)
+                - (y * stats["v"]).sum(-1) + 0.5 * stats["v_sq"])

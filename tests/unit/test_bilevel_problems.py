@@ -1,0 +1,141 @@
+"""E0 (spec 002 §7): the bilevel problems' closed forms against autograd of their per-example
+losses (Eq. (1), Eq. (3), y*, y^lambda) and finite differences, their a-priori constants on
+sampled points, and the penalty lemmas measured on P-A: Lemma 8.5 (||y^l - y*|| <=
+L0f / (lambda mu_g)) and Lemma 4.3 (ii), both with slope -1 in lambda."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from dpminimax.problems import BILEVEL_PROBLEMS, get_bilevel_problem
+from dpminimax.problems.bilevel import ball
+from dpminimax.seeding import make_generator
+
+DIMS = {"pa_linear_response": (3, 5), "pd_leak_example": (2, 2)}
+
+
+def _setup(name: str, n: int = 40, seed: int = 0):
+    d_x, d_y = DIMS[name]
+    problem = get_bilevel_problem(name, d_x=d_x, d_y=d_y, seed=seed)
+    sample = problem.sample(n, make_generator(seed, "data"))
+    examples = {k: v.unsqueeze(0) for k, v in sample.items()}
+    x = 0.8 * problem.x.radius * ball(1, d_x, make_generator(seed, "x"), torch.float64)
+    return problem, sample, examples, problem.statistics(examples), x
+
+
+def _mean_loss(problem, level, sample):
+    def loss(x, y):
+        per = torch.func.vmap(lambda ex: problem.example_loss(level, x, y, ex))(sample)
+        return per.mean()
+    return loss
+
+
+@pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
+def test_closed_forms_match_autograd_of_equation_1(name):
+    problem, sample, examples, stats, x = _setup(name)
+    f, g = _mean_loss(problem, "f", sample), _mean_loss(problem, "g", sample)
+    x0 = x[0]
+    y_star = problem.inner_solution(x, stats)[0]
+    grad_y_g = torch.func.grad(g, argnums=1)
+    assert torch.linalg.vector_norm(grad_y_g(x0, y_star)) < 1e-12  # y* is the argmin
+    h_yy = torch.func.jacrev(grad_y_g, argnums=1)(x0, y_star)
+    h_yx = torch.func.jacrev(grad_y_g, argnums=0)(x0, y_star)  # (d_y, d_x)
+    f_x, f_y = torch.func.grad(f, argnums=(0, 1))(x0, y_star)
+    eq1 = f_x - h_yx.T @ torch.linalg.solve(h_yy, f_y)
+    torch.testing.assert_close(problem.hypergradient(x, stats)[0], eq1, rtol=1e-10,
+                               atol=1e-12)
+    # and against central finite differences of F_S(x) = f_S(x, y*(x))
+    step = 1e-6
+    basis = torch.eye(x.shape[1], dtype=torch.float64)
+    fd = torch.stack([(problem.hyperobjective(x + step * e, stats)
+                       - problem.hyperobjective(x - step * e, stats))[0] / (2 * step)
+                      for e in basis])
+    torch.testing.assert_close(fd, eq1, rtol=1e-6, atol=1e-8)
+    torch.testing.assert_close(problem.hyperobjective(x, stats)[0], f(x0, y_star))
+
+
+@pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
+def test_gradients_and_penalty_quantities_match_autograd(name):
+    problem, sample, examples, stats, x = _setup(name)
+    lam = torch.tensor([7.0], dtype=torch.float64)
+    y = problem.y.radius * 0.5 * ball(1, problem.y.dim, make_generator(1, "y"), torch.float64)
+    for level in ("f", "g"):
+        loss = _mean_loss(problem, level, sample)
+        grads = torch.func.grad(loss, argnums=(0, 1))(x[0], y[0])
+        per_example = torch.func.vmap(torch.func.grad(
+            functools.partial(problem.example_loss, level), argnums=(0, 1)),
+            in_dims=(None, None, 0))(x[0], y[0], sample)
+        for b, block in enumerate(("x", "y")):
+            torch.testing.assert_close(problem.mean_grad(level, block, x, y, stats)[0],
+                                       grads[b])
+            torch.testing.assert_close(
+                problem.per_example_grad(level, block, x, y, examples)[0], per_example[b])
+    f, g = _mean_loss(problem, "f", sample), _mean_loss(problem, "g", sample)
+    y_lambda = problem.penalty_solution(x, lam, stats)
+    stationarity = torch.func.grad(lambda yy: f(x[0], yy) + lam[0] * g(x[0], yy))(y_lambda[0])
+    assert torch.linalg.vector_norm(stationarity) < 1e-12
+
+    def penalty_value(xx):  # L*_lambda(x) = f + lambda (g(x, y^l) - g(x, y*)) (§1.6)
+        yl, ys = problem.penalty_solution(xx, lam, stats)[0], problem.inner_solution(xx, stats)[0]
+        return f(xx[0], yl) + lam[0] * (g(xx[0], yl) - g(xx[0], ys))
+
+    step, basis = 1e-6, torch.eye(x.shape[1], dtype=torch.float64)
+    fd = torch.stack([(penalty_value(x + step * e) - penalty_value(x - step * e)) / (2 * step)
+                      for e in basis])
+    torch.testing.assert_close(problem.penalty_gradient(x, lam, stats)[0], fd, rtol=1e-6,
+                               atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
+def test_constants_bound_sampled_gradients_and_y_holds_the_inner_solutions(name):
+    problem, sample, examples, stats, _ = _setup(name, n=200)
+    c = problem.constants
+    generator = make_generator(3, "points")
+    x = problem.x.radius * ball(64, problem.x.dim, generator, torch.float64)
+    y = problem.y.radius * ball(64, problem.y.dim, generator, torch.float64)
+    batch = {k: v.expand(64, *v.shape[1:]) for k, v in examples.items()}
+    batch_stats = {k: v.expand(64, *v.shape[1:]) for k, v in stats.items()}
+    for level, bound in (("f", c.l0f), ("g", c.l0g)):
+        joint = torch.cat([problem.per_example_grad(level, b, x, y, batch) for b in "xy"], -1)
+        assert float(torch.linalg.vector_norm(joint, dim=-1).max()) <= bound * (1 + 1e-12)
+    for lam in (c.lambda_min, 10 * c.lambda_min):
+        lams = torch.full((64,), lam, dtype=torch.float64)
+        for inner in (problem.inner_solution(x, batch_stats),
+                      problem.penalty_solution(x, lams, batch_stats)):
+            assert float(torch.linalg.vector_norm(inner, dim=-1).max()) <= problem.y.radius
+
+
+def test_penalty_lemmas_have_slope_minus_one_in_lambda_on_pa():
+    """Lemma 8.5 (with its bound) and Lemma 4.3 (ii), measured on P-A."""
+    problem, _, _, stats, x = _setup("pa_linear_response", n=300)
+    c = problem.constants
+    lams = np.geomspace(10.0, 1e4, 8)
+    gaps, biases = [], []
+    for lam in lams:
+        lam_t = torch.tensor([lam], dtype=torch.float64)
+        gap = float(torch.linalg.vector_norm(problem.penalty_solution(x, lam_t, stats)
+                                             - problem.inner_solution(x, stats)))
+        assert gap <= c.l0f / (lam * c.mu_g)
+        gaps.append(gap)
+        biases.append(float(torch.linalg.vector_norm(problem.penalty_gradient(x, lam_t, stats)
+                                                     - problem.hypergradient(x, stats))))
+    for values in (gaps, biases):
+        slope = np.polyfit(np.log(lams), np.log(values), 1)[0]
+        assert slope == pytest.approx(-1.0, abs=0.02)
+
+
+def test_inner_solution_moves_at_most_its_output_sensitivity_on_neighbours():
+    """The replace-one stability 2 L0g / (mu_g n) behind the OP inner release (§2.7e)."""
+    problem, sample, _, _, x = _setup("pa_linear_response", n=50)
+    fresh = problem.sample(1, make_generator(9, "fresh"))
+    other = {k: torch.cat([fresh[k], v[1:]]) for k, v in sample.items()}
+    c = problem.constants
+    moved = (problem.inner_solution(x, problem.statistics({k: v[None] for k, v in
+                                                           sample.items()}))
+             - problem.inner_solution(x, problem.statistics({k: v[None] for k, v in
+                                                             other.items()})))
+    assert 0 < float(torch.linalg.vector_norm(moved)) <= 2 * c.l0g / (c.mu_g * 50)
