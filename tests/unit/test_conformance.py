@@ -40,7 +40,8 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         # size, so that unclipped sums would exceed N x the sensitivity
         "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
         "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
-        "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N}}
+        "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N},
+        "dp_bilevel": {"n": N, "outer_steps": 3}}
 #: Methods that release once (their program has one step).
 ONE_STEP = ("output_perturbation", "exact_solution", "ridge_output_perturbation")
 #: Methods that release exact solutions: their sensitivity is a stability bound (BYOA Lemmas

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
+from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelLocGd, NpAid, NpPen
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
@@ -30,7 +31,8 @@ METHODS: dict[str, type[Method]] = {
                               Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
                               OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
                               PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
-                              CscOutputPerturbation, CscExact, RidgeOutputPerturbation)
+                              CscOutputPerturbation, CscExact, RidgeOutputPerturbation,
+                              DpBilevel, DpBilevelLocGd, NpPen, NpAid)
 }
 
 

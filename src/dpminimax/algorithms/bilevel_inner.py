@@ -1,0 +1,124 @@
+"""The private inner solvers of DP bilevel Algorithm 1 line 3 (spec 002 §2.2, §2.7), for R runs.
+
+The two strongly convex subproblems of an outer step (:func:`subproblems`, the table of spec
+§2.2 / Cor. 8.3) are solved by
+
+* ``op``, output perturbation (§2.7e, allowed by footnote 4): the exact argmin released once
+  with the replace-one sensitivity 2 L / (mu n) of strongly convex ERM with L-Lipschitz
+  examples;
+* ``loc_gd``, DP-Loc-GD (Algorithm 2): M rounds of T_GD projected noisy gradient steps with
+  eta_t = 1 / (mu (t + 1)) restarting every round, each round's average over y_0..y_{T_GD-1}
+  (A6) the next round's centre, radii R_m of §2.7c, M of A8, T_GD of §2.7d (A9). Each step
+  releases the sum of the examples' gradients clipped at L (§2.7b: replace-one sensitivity
+  2 L, unconditionally).
+
+Noise only enters through the releases the plan declares (:class:`BatchedRelease`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dpminimax.kernels.clip import clip_factors, example_sum
+from dpminimax.privacy.release import BatchedRelease
+from dpminimax.problems.bilevel import BilevelConstants
+
+#: The subproblems of one outer step: y~ ~ argmin g(x_t, .), y~l ~ argmin f + lambda g.
+SUBPROBLEMS = ("y", "y_lambda")
+
+
+@dataclass(frozen=True)
+class Subproblem:
+    """A strongly convex inner problem: modulus ``mu``, per-example Lipschitz constant
+    ``lipschitz`` over Y, and a radius ``radius`` with the argmin in B(y0, radius), y0 = 0."""
+
+    mu: float
+    lipschitz: float
+    radius: float
+
+    def output_sensitivity(self, n: int) -> float:
+        """Replace-one sensitivity of the exact argmin, 2 L / (mu n) (§2.7e)."""
+        return 2.0 * self.lipschitz / (self.mu * n)
+
+
+def subproblems(constants: BilevelConstants, lam: float) -> dict[str, Subproblem]:
+    """Spec §2.2's table: g(x, .) has (mu_g, L0g, L0g / mu_g) (Remark 2.7); f + lambda g has
+    modulus lambda mu_g - L1f (>= lambda mu_g / 2 for lambda >= 2 L1f / mu_g, A5), examples
+    (L0f + lambda L0g)-Lipschitz (<= 2 lambda L0g, Lemma 8.1) and its argmin within
+    L0f / (lambda mu_g) of y* (Lemma 8.5)."""
+    c = constants
+    return {"y": Subproblem(c.mu_g, c.l0g, c.l0g / c.mu_g),
+            "y_lambda": Subproblem(lam * c.mu_g - c.l1f, c.l0f + lam * c.l0g,
+                                   c.l0g / c.mu_g + c.l0f / (lam * c.mu_g))}
+
+
+@dataclass(frozen=True)
+class LocGdSchedule:
+    """Algorithm 2's data-independent schedule: ``rounds`` M, ``steps`` T_GD per round, the
+    noise ``multiplier`` of each step's gradient-sum release (sensitivity 2 L), the radii
+    R_0..R_{M-1} and R_M, the high-probability bound on the output's error."""
+
+    rounds: int
+    steps: int
+    multiplier: float
+    radii: tuple[float, ...]
+    error_bound: float
+
+
+def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call: float,
+                    gamma: float, steps: int | None = None) -> LocGdSchedule:
+    """M = max{1, ceil(log2 ln(mu eps' n / L))} (A8); T_GD = max{100, ceil(2 n^2 rho (1 + ln n)
+    / (M d_y))} (§2.7d) unless ``steps``; zCDP noise: the M T_GD releases of the call cost
+    ``rho`` together (sigma_GD = (2 L / n) sqrt(M T_GD / (2 rho)), §2.7a); radii of §2.7c with
+    the full-batch K_m = 2 R_m sigma_GD and failure probability ``gamma``."""
+    ratio = sub.mu * epsilon_call * n / sub.lipschitz
+    rounds = max(1, math.ceil(math.log2(math.log(ratio)))) if ratio > math.e else 1
+    if steps is None:
+        steps = max(100, math.ceil(2 * n * n * rho * (1 + math.log(n)) / (rounds * d_y)))
+    multiplier = math.sqrt(rounds * steps / (2.0 * rho))
+    sigma = 2.0 * sub.lipschitz / n * multiplier
+    noise = sigma ** 2 * (math.sqrt(d_y) + math.sqrt(2 * math.log(4 * rounds * steps / gamma))
+                          ) ** 2
+    radii = [sub.radius]
+    for _ in range(rounds):
+        gap = (2.0 * radii[-1] * sigma * math.sqrt(2 * math.log(4 * rounds / gamma) / steps)
+               + (1 + math.log(steps)) / (sub.mu * steps) * (sub.lipschitz ** 2 + noise))
+        radii.append(math.sqrt(2.0 * gap / sub.mu))
+    return LocGdSchedule(rounds, steps, multiplier, tuple(radii[:-1]), radii[-1])
+
+
+def clipped_sum(grads: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+    """Sum over examples (R, d) of per-example vectors (R, n, d) clipped at ``bound`` (R,)."""
+    factors = clip_factors(torch.linalg.vector_norm(grads, dim=-1), bound)
+    return example_sum(grads * factors.unsqueeze(-1))
+
+
+def project_ball(value: torch.Tensor, center: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """Projection of each run's ``value`` (R, d) onto B(center_r, radius_r)."""
+    gap = value - center
+    norms = torch.linalg.vector_norm(gap, dim=-1, keepdim=True)
+    return center + gap * torch.clamp(radius.unsqueeze(-1) / torch.clamp(norms, min=1e-300),
+                                      max=1.0)
+
+
+def loc_gd(example_grads: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor,
+           mu: torch.Tensor, clip: torch.Tensor, radii: torch.Tensor, steps: int,
+           release: BatchedRelease, generators: Sequence[torch.Generator]) -> torch.Tensor:
+    """Algorithm 2 (DP-Loc-GD) for R runs: ``example_grads(y)`` (R, n, d) are the examples'
+    gradients at y (R, d), clipped at ``clip`` (R,), summed and released; the noisy mean
+    drives y_{t+1} = Proj_{B(y^m_0, R_m)}[y_t - eta_t (grad + nu_t)], eta_t = 1 / (mu (t + 1));
+    ``radii`` (R, M) are the rounds' R_m."""
+    center = start
+    for radius in radii.unbind(dim=1):
+        y, total = center, torch.zeros_like(center)
+        for t in range(steps):
+            total = total + y
+            grads = example_grads(y)
+            noisy = release.perturb(clipped_sum(grads, clip), generators) / grads.shape[1]
+            y = project_ball(y - noisy / (mu.unsqueeze(-1) * (t + 1)), center, radius)
+        center = total / steps
+    return center

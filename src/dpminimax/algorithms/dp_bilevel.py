@@ -1,0 +1,398 @@
+"""DP bilevel optimization (Kornowski; spec 002): Algorithm 1 (full batch) with the rigorous
+instantiation of §2.7, its non-private references and its diagnostics, one program for all.
+
+Per outer step t (Alg. 1): the two inner solutions y~_t ~ y*(x_t) and y~l_t ~ y^lambda(x_t)
+(:mod:`.bilevel_inner`: ``op`` or ``loc_gd``), projected onto Y and y~l onto
+B(y~, 2 L0f / (lambda mu_g)) (§2.7b, A4; post-processing), then the outer vector of line 4, the
+mean of grad_x f_i(x, y~l) + lambda (grad_x g_i(x, y~l) - grad_x g_i(x, y~)) clipped at C_out
+(:attr:`~dpminimax.problems.bilevel.BilevelConstants.outer_bound`), released with Gaussian
+noise, and the projected step of line 5. The output is x_{t_out}, t_out = argmin_t
+||x_{t+1} - x_t|| (lines 7-8).
+
+Privacy (§2.7a, A1): the zCDP budget rho* = (sqrt(eps + ln(1/delta)) - sqrt(ln(1/delta)))^2
+split equally over the 3 T mechanisms (each inner call and each outer release: rho* / (3 T)),
+every one a Gaussian release with its replace-one sensitivity (2 C / n for a mean of
+contributions bounded by C; released as the sum, sensitivity 2 C). The plan's release tree is
+``Repeat((Batch(inner_y, k), Batch(inner_y_lambda, k), Batch(outer)), T)`` and the accountant
+derives epsilon from it; the paper's own per-mechanism budget (eps / sqrt(18 T),
+delta / (3 (T + 1))) composed by Lemma 2.1 is recorded beside it (``paper_epsilon``).
+
+Methods (spec §6.2's table), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
+(A1-LocGD), the non-private twins ``np_pen`` (exact inner, sigma 0) and ``np_aid`` (exact
+hypergradient descent, Eq. (1)), and the diagnostics :data:`BILEVEL_DIAGNOSTICS` (D1: exact
+inner + outer noise; D2: private inner, sigma 0; naive outer: exact inner, outer noise for
+f's data dependence only). A diagnostic reads its data through an un-noised release, so its
+derived epsilon is inf and its record says the guarantee is not covered.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, is_non_private, nonprivate_twin
+from dpminimax.algorithms.bilevel_inner import (
+    SUBPROBLEMS,
+    LocGdSchedule,
+    Subproblem,
+    clipped_sum,
+    loc_gd,
+    loc_gd_schedule,
+    project_ball,
+    subproblems,
+)
+from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, releases_of
+from dpminimax.problems import BILEVEL_PROBLEMS, BilevelProblem, FixedSample, get_bilevel_problem
+from dpminimax.problems.bilevel import stack_examples
+from dpminimax.seeding import make_generator
+from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
+
+RELEASES = ("inner_y", "inner_y_lambda", "outer")
+SHARED = ("problem", "instance", "d_x", "d_y", "n", "outer_steps", "inner_steps", "accountant")
+
+
+def zcdp_budget(epsilon: float, delta: float) -> float:
+    """rho* with rho* + 2 sqrt(rho* ln(1/delta)) = epsilon (the zCDP -> DP conversion, §2.7a)."""
+    log = math.log(1.0 / delta)
+    return (math.sqrt(epsilon + log) - math.sqrt(log)) ** 2
+
+
+def paper_epsilon(epsilon: float, delta: float, outer_steps: int) -> float:
+    """Alg. 1's own accounting taken literally (§2.5, A1): three mechanisms per step at
+    (eps / sqrt(18 T), delta / (3 (T + 1))) compose to eps_0 = eps / sqrt(2 T),
+    delta_0 = delta / (T + 1), and Lemma 2.1 gives sqrt(2 T ln(1/delta_0)) eps_0 + 2 T eps_0^2
+    (about 5.15 at eps 1, delta 1e-5, T 300)."""
+    eps_0 = epsilon / math.sqrt(2 * outer_steps)
+    delta_0 = delta / (outer_steps + 1)
+    return math.sqrt(2 * outer_steps * math.log(1 / delta_0)) * eps_0 + 2 * outer_steps * eps_0 ** 2
+
+
+class DpBilevel(Method):
+    """Algorithm 1 with output-perturbation inner solvers (A1-OP; module docstring)."""
+
+    name: ClassVar[str] = "dp_bilevel"
+    label: ClassVar[str] = "DP bilevel, Alg. 1 with output-perturbation inner solver (A1-OP)"
+    paper: ClassVar[str] = "bilevel"
+    private: ClassVar[bool] = True
+    task = BILEVEL_OPTIMIZATION
+    uses_sensitive_attribute: ClassVar[bool] = False
+    parameters: ClassVar[dict[str, Any]] = {
+        "problem": "pa_linear_response", "instance": 0, "d_x": 4, "d_y": 16, "n": 1000,
+        "outer_steps": 100, "lam": 10.0, "eta": 0.1, "inner_steps": 0, "gamma": 0.05,
+        "accountant": "rdp"}
+    checks: ClassVar[dict[str, Check]] = {
+        "problem": one_of(*BILEVEL_PROBLEMS), "instance": NON_NEGATIVE, "d_x": COUNT,
+        "d_y": COUNT, "n": COUNT, "outer_steps": COUNT, "lam": POSITIVE, "eta": POSITIVE,
+        "inner_steps": NON_NEGATIVE, "gamma": POSITIVE, "accountant": ACCOUNTANT}
+    shared_parameters: ClassVar[tuple[str, ...]] = SHARED
+    #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
+    #: upper_only: calibrated to f's data dependence only) and outer vector (penalty: Eq. (3)
+    #: at the inner solutions; hypergradient: Eq. (1), exact).
+    fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty"}
+
+    @staticmethod
+    def problem(params: dict[str, Any]) -> BilevelProblem:
+        """The instance (``instance``) of ``problem`` in dimensions (``d_x``, ``d_y``)."""
+        return _problem(str(params["problem"]), int(params["instance"]), int(params["d_x"]),
+                        int(params["d_y"]))
+
+    def sample_size(self, data: FixedSample | None, shared: dict[str, Any]) -> int:
+        return data.n if isinstance(data, FixedSample) else int(shared["n"])
+
+    def plan(self, run: RunSpec, n: int, data: FixedSample | None = None) -> RunPlan:
+        """The release tree of the module docstring, its record (replace-one) with the zCDP
+        budget, the paper's epsilon and whether the target is met."""
+        params = self.resolve(run.params)
+        problem = self.problem(params)
+        constants, steps = problem.constants, int(params["outer_steps"])
+        lam = float(params["lam"])
+        if lam < constants.lambda_min:
+            raise ValueError(f"method {self.name!r}: lam = {lam:g} is below the smallest "
+                             f"penalty the lemmas allow (A5): {constants.lambda_min:g}")
+        if params["gradient"] == "hypergradient" and self.private:
+            raise ValueError("the exact hypergradient (Eq. (1)) has no per-example bound: it "
+                             "is the non-private reference only")
+        rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / (3 * steps),
+                             0.0)
+        schedules = inner_schedules(problem, params, n, run.epsilon, rho)
+        inner = [Batch((inner_release(f"inner_{name}", params["inner"], sub, n, rho,
+                                      schedules.get(name)),),
+                       schedules[name].rounds * schedules[name].steps if name in schedules
+                       else 1)
+                 for name, sub in subproblems(constants, lam).items()]
+        tree = Repeat((*inner, Batch((outer_release(problem, params["outer"], rho),))), steps)
+        values = {"rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
+                  "lambda_min": constants.lambda_min}
+        for name, schedule in schedules.items():
+            values |= {f"loc_gd_rounds_{name}": schedule.rounds,
+                       f"loc_gd_steps_{name}": schedule.steps,
+                       f"loc_gd_error_bound_{name}": schedule.error_bound}
+        plan = RunPlan.account(tree, values, run.delta, params["accountant"])
+        return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan, steps))
+
+    def guarantee(self, run: RunSpec, tree: Repeat, plan: RunPlan,
+                  steps: int) -> dict[str, Any]:
+        """The record's replace-one relation, zCDP budget and paper epsilon (for a finite
+        target), and whether the target is met, with the reason where it is not."""
+        spent = plan.record["epsilon"]
+        extras: dict[str, Any] = {"neighboring_relation": "replace_one"}
+        if not is_non_private(run.epsilon):
+            extras |= {"zcdp_rho": zcdp_budget(run.epsilon, run.delta),
+                       "paper_epsilon": paper_epsilon(run.epsilon, run.delta, steps),
+                       "paper_delta": run.delta}
+        covered = not self.private or spent <= run.epsilon * (1 + 1e-9)
+        extras["guarantee_covered"] = covered
+        if not covered:
+            bare = sorted({r.name for r in releases_of(tree) if not r.private})
+            extras["guarantee_not_covered"] = [
+                f"epsilon {spent:g} > target {run.epsilon:g}: releases {bare} read the data "
+                "without noise, so the run is NOT private"]
+        return extras
+
+    def program(self, data: FixedSample | None, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> BilevelProgram:
+        problem = self.problem(shared)
+        if isinstance(data, FixedSample):
+            samples = [{k: v.to(device) for k, v in data.examples.items()} for _ in runs]
+        else:
+            samples = [{k: v.to(device) for k, v in problem.sample(
+                int(shared["n"]), make_generator(run.seed, "data")).items()} for run in runs]
+        return BilevelProgram(problem, samples, runs, resolved, plans, device)
+
+
+class DpBilevelLocGd(DpBilevel):
+    """Algorithm 1 with DP-Loc-GD inner solvers (A1-LocGD)."""
+
+    name: ClassVar[str] = "dp_bilevel_locgd"
+    label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-Loc-GD inner solver (A1-LocGD)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "inner": "loc_gd"}
+
+
+def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, epsilon: float,
+                    rho: float) -> dict[str, LocGdSchedule]:
+    """Each subproblem's DP-Loc-GD schedule (none unless the inner solver is ``loc_gd``):
+    eps' = eps / sqrt(18 T) (for M, A8), gamma / (4 T) per call (§2.7c), T_GD of §2.7d unless
+    ``inner_steps``."""
+    if params["inner"] != "loc_gd":
+        return {}
+    steps = int(params["outer_steps"])
+    return {name: loc_gd_schedule(sub, n, problem.y.dim, rho, epsilon / math.sqrt(18 * steps),
+                                  float(params["gamma"]) / (4 * steps),
+                                  int(params["inner_steps"]) or None)
+            for name, sub in subproblems(problem.constants, float(params["lam"])).items()}
+
+
+def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
+                  schedule: LocGdSchedule | None) -> Release:
+    """An inner call's release: the exact solution un-noised (``exact``: not private), the
+    solution with replace-one sensitivity 2 L / (mu n) (``op``), or each DP-Loc-GD step's
+    gradient sum with sensitivity 2 L (``loc_gd``), at zCDP cost ``rho`` per call."""
+    if inner == "exact":
+        return Release(name, "gaussian", 0.0, math.inf)
+    if inner == "op":
+        return Release(name, "gaussian", _multiplier(rho), sub.output_sensitivity(n))
+    assert schedule is not None
+    return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
+
+
+def outer_release(problem: BilevelProblem, outer: str, rho: float) -> Release:
+    """The outer sum's release: sensitivity 2 C_out at cost ``rho`` (``full``), no noise
+    (``none``, D2), or noise for the data dependence of grad_x f alone (``upper_only``, the
+    naive outer step of §3.2 M2: none on P-A and P-D, whose grad_x f reads no data)."""
+    bound = 2.0 * problem.constants.outer_bound
+    if outer == "upper_only":
+        upper = 2.0 * problem.upper_data_bound
+        return (Release("outer", "gaussian", _multiplier(rho), upper) if upper > 0
+                else Release("outer", "gaussian", 0.0, math.inf))
+    return Release("outer", "gaussian", _multiplier(rho) if outer == "full" else 0.0, bound)
+
+
+def _multiplier(rho: float) -> float:
+    """A Gaussian release costing zCDP ``rho``: noise / sensitivity = 1 / sqrt(2 rho)."""
+    return 1.0 / math.sqrt(2.0 * rho) if rho > 0 else 0.0
+
+
+class BilevelProgram:
+    """R runs of Alg. 1 (module docstring); one :meth:`step` is one outer iteration. ``state``
+    is the output x_{t_out}; ``counters`` are each run's largest inner errors and bias
+    ||g_t - grad L*_lambda(x_t)|| over the steps and how often the projection of §2.7b was
+    active (evaluation only: they read the exact inner solutions)."""
+
+    def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
+                 runs: Sequence[RunSpec], resolved: Sequence[dict[str, Any]],
+                 plans: Sequence[RunPlan], device: torch.device) -> None:
+        self.model, self.samples = problem, samples
+        self.examples = stack_examples(samples)
+        self.stats = problem.statistics(self.examples)
+        self.n = len(next(iter(samples[0].values())))
+        first = resolved[0]
+        self.inner, self.gradient = first["inner"], first["gradient"]
+        self.steps = int(first["outer_steps"])
+        self.lam = self._tensor([p["lam"] for p in resolved], device)
+        self.eta = self._tensor([p["eta"] for p in resolved], device)
+        constants = problem.constants
+        self.outer_clip = self._tensor(
+            [math.inf if p["outer"] == "upper_only" else constants.outer_bound
+             for p in resolved], device)
+        self.y_radius = 2.0 * constants.l0f / (self.lam * constants.mu_g)
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                         for name in RELEASES}
+        self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
+                      for name in RELEASES}
+        subs = [subproblems(constants, float(p["lam"])) for p in resolved]
+        self.mu = {name: self._tensor([s[name].mu for s in subs], device) for name in SUBPROBLEMS}
+        self.clip = {name: self._tensor([s[name].lipschitz for s in subs], device)
+                     for name in SUBPROBLEMS}
+        self.radii: dict[str, torch.Tensor] = {}
+        self.inner_steps: dict[str, int] = {}
+        if self.inner == "loc_gd":
+            schedules = [inner_schedules(problem, p, self.n, run.epsilon,
+                                         plan.values["rho_per_mechanism"])
+                         for p, run, plan in zip(resolved, runs, plans, strict=True)]
+            for name in SUBPROBLEMS:
+                shapes = {(s[name].rounds, s[name].steps) for s in schedules}
+                if len(shapes) != 1:
+                    raise ValueError("the runs of one program must share DP-Loc-GD's rounds "
+                                     f"and steps; got {sorted(shapes)} (one epsilon per job)")
+                self.inner_steps[name] = shapes.pop()[1]
+            self.radii = {name: torch.tensor([s[name].radii for s in schedules],
+                                             dtype=problem.dtype, device=device)
+                          for name in SUBPROBLEMS}
+        runs_count = len(runs)
+        self.x = torch.zeros(runs_count, problem.x.dim, dtype=problem.dtype, device=device)
+        self.x_out = self.x.clone()
+        self.best = torch.full((runs_count,), math.inf, dtype=problem.dtype, device=device)
+        self.diagnostics = {key: torch.zeros(runs_count, dtype=problem.dtype, device=device)
+                            for key in ("inner_error_max", "inner_error_lambda_max",
+                                        "bias_max", "projection_active_rate")}
+
+    def _tensor(self, values: list[float], device: torch.device) -> torch.Tensor:
+        return torch.tensor(values, dtype=self.model.dtype, device=device)
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"x": self.x_out}
+
+    @property
+    def counters(self) -> list[dict[str, float]]:
+        return [{key: float(value[r]) for key, value in self.diagnostics.items()}
+                for r in range(len(self.x))]
+
+    def _example_grads(self, name: str, x: torch.Tensor):
+        """The examples' y-gradients of subproblem ``name`` at x, as a function of y."""
+        problem, examples = self.model, self.examples
+
+        def grads(y: torch.Tensor) -> torch.Tensor:
+            lower = problem.per_example_grad("g", "y", x, y, examples)
+            if name == "y":
+                return lower
+            upper = problem.per_example_grad("f", "y", x, y, examples)
+            return upper + self.lam.view(-1, 1, 1) * lower
+        return grads
+
+    def _solve(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        """One inner call of Alg. 1 line 3 (its release is ``inner_<name>``)."""
+        release, noise = self.releases[f"inner_{name}"], self.noise[f"inner_{name}"]
+        if self.inner == "loc_gd":
+            start = x.new_zeros(len(x), self.model.y.dim)  # y0 = 0, the centre of Y
+            return loc_gd(self._example_grads(name, x), start, self.mu[name], self.clip[name],
+                          self.radii[name], self.inner_steps[name], release, noise)
+        exact = (self.model.inner_solution(x, self.stats) if name == "y"
+                 else self.model.penalty_solution(x, self.lam, self.stats))
+        return release.perturb(exact, noise)
+
+    def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
+                   ) -> torch.Tensor:
+        """Alg. 1 line 4 before noise, summed over the examples: Eq. (3)'s per-example vectors
+        clipped at C_out, or n times the exact hypergradient (Eq. (1), NP-AID)."""
+        if self.gradient == "hypergradient":
+            return self.n * self.model.hypergradient(x, self.stats)
+        problem, examples = self.model, self.examples
+        vectors = problem.per_example_grad("f", "x", x, y_lambda, examples) + self.lam.view(
+            -1, 1, 1) * (problem.per_example_grad("g", "x", x, y_lambda, examples)
+                         - problem.per_example_grad("g", "x", x, y, examples))
+        return clipped_sum(vectors, self.outer_clip)
+
+    def step(self) -> None:
+        problem, x = self.model, self.x
+        y = problem.y.project(self._solve("y", x))
+        unprojected = problem.y.project(self._solve("y_lambda", x))
+        y_lambda = project_ball(unprojected, y, self.y_radius)
+        total = self._outer_sum(x, y, y_lambda)
+        direction = self.releases["outer"].perturb(total, self.noise["outer"]) / self.n
+        x_next = problem.x.project(x - self.eta.unsqueeze(-1) * direction)
+        move = torch.linalg.vector_norm(x_next - x, dim=-1)
+        better = move < self.best
+        self.x_out = torch.where(better.unsqueeze(-1), x, self.x_out)
+        self.best = torch.where(better, move, self.best)
+        self._diagnose(x, y, y_lambda, total / self.n,
+                       (unprojected - y_lambda).abs().amax(-1) > 0)
+        self.x = x_next
+
+    def _diagnose(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor,
+                  mean: torch.Tensor, projected: torch.Tensor) -> None:
+        problem, stats, d = self.model, self.stats, self.diagnostics
+        exact_y = problem.inner_solution(x, stats)
+        exact_lambda = problem.penalty_solution(x, self.lam, stats)
+        for key, value in (
+                ("inner_error_max", torch.linalg.vector_norm(y - exact_y, dim=-1)),
+                ("inner_error_lambda_max", torch.linalg.vector_norm(y_lambda - exact_lambda,
+                                                                    dim=-1)),
+                ("bias_max", torch.linalg.vector_norm(
+                    mean - problem.penalty_gradient(x, self.lam, stats), dim=-1))):
+            d[key] = torch.maximum(d[key], value)
+        d["projection_active_rate"] += projected.to(d["projection_active_rate"]) / self.steps
+
+
+@functools.lru_cache(maxsize=64)
+def _problem(name: str, instance: int, d_x: int, d_y: int) -> BilevelProblem:
+    return get_bilevel_problem(name, d_x=d_x, d_y=d_y, seed=instance)
+
+
+NpPen = nonprivate_twin(
+    DpBilevel, "NpPen", name="np_pen", label="Non-private penalty method (NP-Pen)",
+    doc="Alg. 1 with exact inner solutions and sigma 0 (Kwon et al. / Chen et al.).",
+    fixed={"inner": "exact"})
+NpAid = nonprivate_twin(
+    DpBilevel, "NpAid", name="np_aid", label="Non-private exact hypergradient descent (NP-AID)",
+    doc="Projected descent on the exact hypergradient of Eq. (1): the best reachable "
+        "stationarity.",
+    fixed={"inner": "exact", "gradient": "hypergradient"})
+
+
+class BilevelD1(DpBilevel):
+    """D1: exact inner solutions + Alg. 1's outer noise (isolates the d_x term; NOT private)."""
+
+    name: ClassVar[str] = "bilevel_d1"
+    label: ClassVar[str] = "Diagnostic D1: exact inner + outer noise (not private)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "inner": "exact"}
+
+
+class BilevelD2(DpBilevel):
+    """D2: private (OP) inner solutions + sigma 0 (isolates the d_y term; NOT private)."""
+
+    name: ClassVar[str] = "bilevel_d2"
+    label: ClassVar[str] = "Diagnostic D2: private inner + no outer noise (not private)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "outer": "none"}
+
+
+class NaiveOuter(DpBilevel):
+    """Naive outer (§3.2 M2): exact inner solutions, outer noise calibrated to f's data
+    dependence only; its record shows the leak (epsilon inf, guarantee not covered)."""
+
+    name: ClassVar[str] = "bilevel_naive_outer"
+    label: ClassVar[str] = "Naive outer noise with exact inner solutions (NOT private)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "inner": "exact",
+                                       "outer": "upper_only"}
+
+
+#: The diagnostics: they take a privacy target but are not private (outside
+#: :data:`dpminimax.algorithms.METHODS`, whose conformance suite requires what they lack).
+BILEVEL_DIAGNOSTICS: dict[str, type[DpBilevel]] = {
+    cls.name: cls for cls in (BilevelD1, BilevelD2, NaiveOuter)}

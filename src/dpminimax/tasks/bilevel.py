@@ -1,0 +1,60 @@
+"""Bilevel optimization on a problem with exact answers (:mod:`dpminimax.problems.bilevel`; spec
+002 §6.2 "Metrics"): each run's output x_out is measured on its own sample, exactly.
+
+* ``gradient_mapping_norm``, the primary metric: ||G_{F_S,eta}(x_out)|| with the run's eta
+  (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1));
+* ``hyperobjective`` F_S(x_out); ``penalty_bias`` ||grad L*_lambda - grad F_S|| at x_out
+  (Lemma 4.3 (ii));
+* the program's counters: the largest inner errors ||y~_t - y*(x_t)||,
+  ||y~l_t - y^lambda(x_t)|| and bias ||g_t - grad L*_lambda(x_t)|| over the steps, and how
+  often the projection of §2.7b was active.
+
+Not attacked by membership inference (each run draws its own sample); the bilevel leak attack
+(:mod:`dpminimax.attacks.bilevel_leak`) is its privacy check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+
+from dpminimax.problems.bilevel import stack_examples
+from dpminimax.tasks.base import Task
+
+if TYPE_CHECKING:
+    from dpminimax.algorithms.base import FitResult, Method
+
+
+class BilevelOptimization(Task):
+    """The DP bilevel paper's study (module docstring)."""
+
+    name: ClassVar[str] = "bilevel_optimization"
+    attacked: ClassVar[bool] = False
+    draws_data: ClassVar[bool] = True
+
+    def evaluate(self, method: Method, fit: FitResult, data: Any,
+                 device: torch.device) -> list[dict[str, Any]]:
+        problem = method.problem(fit.resolved_params[0])
+        if len(fit.samples) != len(fit.runs):
+            raise ValueError(f"method {method.name!r}: its program kept no training samples")
+        stats = problem.statistics(stack_examples(fit.samples))
+        x = fit.state["x"].to(problem.dtype)
+        eta, lam = (torch.tensor([float(p[key]) for p in fit.resolved_params],
+                                 dtype=problem.dtype, device=x.device) for key in ("eta", "lam"))
+        gradient = problem.hypergradient(x, stats)
+        metrics = {
+            "gradient_mapping_norm": problem.gradient_mapping(x, gradient, eta),
+            "hypergradient_norm": gradient,
+            "penalty_bias": problem.penalty_gradient(x, lam, stats) - gradient,
+        }
+        norms = {key: torch.linalg.vector_norm(value, dim=-1) for key, value in metrics.items()}
+        objective = problem.hyperobjective(x, stats)
+        rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
+        for r, row in enumerate(rows):
+            row |= {key: float(value[r]) for key, value in norms.items()}
+            row["hyperobjective"] = float(objective[r])
+        return rows
+
+
+BILEVEL_OPTIMIZATION = BilevelOptimization()

@@ -1,0 +1,74 @@
+"""The private inner solvers (spec 002 §2.2, §2.7e; E2 reduced): on the strongly convex lower
+level of P-D (mean estimation, ||y - xi||^2 / 2: mu = 1, L = 3 on Y), the error of DP-Loc-GD
+(Alg. 2) and of output perturbation shrinks like Thm. 8.2's L sqrt(d) / (mu n eps'), i.e. as
+1 / n at a fixed budget, and DP-Loc-GD stays within its high-probability radius R_M."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dpminimax.algorithms.bilevel_inner import (
+    Subproblem,
+    loc_gd,
+    loc_gd_schedule,
+    subproblems,
+)
+from dpminimax.privacy.release import BatchedRelease, Release
+from dpminimax.problems import LeakExample
+from dpminimax.seeding import make_generator
+
+D, RUNS, RHO, EPS_CALL, SIZES = 4, 16, 0.05, 0.5, (100, 800)
+
+
+def _samples(problem: LeakExample, n: int) -> dict[str, torch.Tensor]:
+    return {"xi": torch.stack([problem.sample(n, make_generator(seed, "data"))["xi"]
+                               for seed in range(RUNS)])}
+
+
+def _generators(n: int) -> list[torch.Generator]:
+    return [make_generator(seed, f"noise_{n}") for seed in range(RUNS)]
+
+
+def _loc_gd_errors(n: int) -> tuple[np.ndarray, float]:
+    problem = LeakExample(D)
+    sub = subproblems(problem.constants, problem.constants.lambda_min)["y"]
+    schedule = loc_gd_schedule(sub, n, D, RHO, EPS_CALL, 0.05, steps=100)
+    release = BatchedRelease([Release("inner_y", "gaussian", schedule.multiplier,
+                                      2 * sub.lipschitz)] * RUNS)
+    examples = _samples(problem, n)
+    x = torch.zeros(RUNS, D, dtype=torch.float64)
+
+    def grads(y):
+        return problem.per_example_grad("g", "y", x, y, examples)
+
+    full = lambda value: torch.full((RUNS,), value, dtype=torch.float64)  # noqa: E731
+    radii = torch.tensor([schedule.radii] * RUNS, dtype=torch.float64)
+    out = loc_gd(grads, torch.zeros_like(x), full(sub.mu), full(sub.lipschitz), radii,
+                 schedule.steps, release, _generators(n))
+    exact = problem.inner_solution(x, problem.statistics(examples))
+    return torch.linalg.vector_norm(out - exact, dim=-1).numpy(), schedule.error_bound
+
+
+def _op_errors(n: int) -> np.ndarray:
+    sub = Subproblem(1.0, 3.0, 3.0)
+    release = BatchedRelease([Release("inner_y", "gaussian", 1 / np.sqrt(2 * RHO),
+                                      sub.output_sensitivity(n))] * RUNS)
+    zeros = torch.zeros(RUNS, D, dtype=torch.float64)
+    return torch.linalg.vector_norm(release.perturb(zeros, _generators(n)), dim=-1).numpy()
+
+
+def test_loc_gd_error_shrinks_like_one_over_n_and_stays_within_its_radius():
+    errors = {n: _loc_gd_errors(n) for n in SIZES}
+    for error, bound in errors.values():
+        assert error.max() <= bound
+    ratio = np.median(errors[SIZES[0]][0]) / np.median(errors[SIZES[1]][0])
+    assert SIZES[1] / SIZES[0] / 2 <= ratio <= 2 * SIZES[1] / SIZES[0]
+
+
+def test_output_perturbation_error_matches_the_theorem_8_2_shape():
+    """sigma_op sqrt(d) = (2 L / (mu n)) sqrt(d / (2 rho)): the median error times n is flat."""
+    scaled = [np.median(_op_errors(n)) * n / (2 * 3.0 * np.sqrt(D / (2 * RHO)))
+              for n in SIZES]
+    assert 0.5 <= scaled[0] / scaled[1] <= 2.0
+    assert all(0.5 <= value <= 1.5 for value in scaled)
