@@ -105,6 +105,15 @@ class Problem(ABC):
         """The empirical objective (R,): the mean loss over the examples."""
         return self.loss(point, examples).mean(dim=-1)
 
+    def empirical_excess_risk(self, point: Point, examples: Examples) -> torch.Tensor:
+        """F_S(x) - min F_S (R,) of a minimization problem over block x on one sample
+        ``examples`` (n, ...), against :meth:`empirical_solution`."""
+        batch = {key: value.unsqueeze(0) for key, value in examples.items()}
+        best = {"x": self.empirical_solution(examples)["x"].unsqueeze(0)}
+        runs = point["x"].shape[0]
+        stacked = {key: value.expand(runs, *value.shape[1:]) for key, value in batch.items()}
+        return self.objective(point, stacked) - self.objective(best, batch)
+
     def feasible(self, point: Point) -> Point:
         """``point`` projected block by block onto the feasible set."""
         return {block.name: block.project(point[block.name]) for block in self.blocks}

@@ -95,11 +95,7 @@ class LeastSquares(Problem):
         if examples is None:
             gap = point["x"] - self.population_solution()["x"]
             return 0.5 * self.curvature * (gap * gap).sum(-1)
-        batch = {key: value.unsqueeze(0) for key, value in examples.items()}
-        best = {"x": self.empirical_solution(examples)["x"].unsqueeze(0)}
-        runs = point["x"].shape[0]
-        stacked = {key: value.expand(runs, *value.shape[1:]) for key, value in batch.items()}
-        return self.objective(point, stacked) - self.objective(best, batch)
+        return self.empirical_excess_risk(point, examples)
 
 
 class ConvexLeastSquares(LeastSquares):
