@@ -8,12 +8,12 @@ module adds the checks a schema cannot make (known methods and datasets, epsilon
 A *job* is one (experiment, dataset, method, epsilon): all its seeds x grid points train as one
 batched program (one per value of the method's shared parameters, e.g. each sample size n of a
 rate study). A method whose task draws its own data (a synthetic problem with exact answers,
-:mod:`dpminimax.problems`) lists *problems* where other methods list datasets: the job's
-``dataset`` is the problem's name, passed to the method as its ``problem`` parameter, and the
-job has no prepared data and is not attacked. A method may carry a ``tuning`` block (the
-RaCO-DP paper's protocol, see :mod:`dpminimax.tuning`); with ``tuning="protocol"`` its jobs are
-tuned first and train the chosen configurations, with ``tuning="none"`` the block is ignored
-and the listed params are used.
+:mod:`dpminimax.problems`, bilevel ones included) lists *problems* where other methods list
+datasets: the job's ``dataset`` is the problem's name, passed to the method as its ``problem``
+parameter, and the job has no prepared data and is not attacked. A method may carry a
+``tuning`` block (the RaCO-DP paper's protocol, see :mod:`dpminimax.tuning`); with
+``tuning="protocol"`` its jobs are tuned first and train the chosen configurations, with
+``tuning="none"`` the block is ignored and the listed params are used.
 Epsilons are canonical strings (``"1"`` for 1 and 1.0, ``"inf"`` for no privacy) so that paths
 never differ for equal values.
 """
@@ -31,7 +31,7 @@ import yaml
 from dpminimax.algorithms import UnknownMethodError, get_method
 from dpminimax.algorithms.params import ParameterError
 from dpminimax.data import get_dataset_spec, list_datasets
-from dpminimax.problems import PROBLEMS
+from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.tuning.protocol import TuningSpec, cell_grid, fixed_params
 from dpminimax.tuning.search import SearchSpaceError
 
@@ -176,7 +176,8 @@ def expand_jobs(
             except UnknownMethodError as err:
                 raise ExperimentConfigError(f"{where}.methods.{method_name}: {err}") from None
         on_problems = _on_problems(methods, where)
-        known_data = sorted(PROBLEMS) if on_problems else list_datasets()
+        known_data = (sorted({*PROBLEMS, *BILEVEL_PROBLEMS}) if on_problems
+                      else list_datasets())
         for i, dataset in enumerate([*experiment["datasets"],
                                      *([] if on_problems else dataset_override or [])]):
             if dataset not in known_data:

@@ -85,7 +85,7 @@ def test_epsilon_spent_is_within_the_target(name, target):
         assert record["epsilon"] == pytest.approx(epsilon(plan.event(), DELTA, accountant))
         assert record["epsilon"] <= target and record["guarantee_covered"]
         assert record["neighboring_relation"] == "replace_one"
-        assert record["paper_epsilon"] == pytest.approx(paper_epsilon(target, DELTA, 30))
+        assert record["epsilon_paper_accounting"] == pytest.approx(paper_epsilon(target, DELTA, 30))
 
 
 @pytest.mark.parametrize("name", sorted(BILEVEL_DIAGNOSTICS))
@@ -182,3 +182,16 @@ def test_loc_gd_subproblems_may_take_different_round_counts():
     assert values["loc_gd_rounds_y"] != values["loc_gd_rounds_y_lambda"]
     fit = method.fit(None, [run], CPU)
     assert torch.isfinite(fit.state["x"]).all()
+
+
+def test_a_job_over_several_n_is_evaluated_run_by_run():
+    """A rate study's job trains one program per n (api.fit_by_shared) and its runs' samples
+    differ in size: each run is measured on its own sample, as if trained alone."""
+    from dpminimax.api.training import fit_by_shared
+
+    method = get_method("dp_bilevel")
+    runs = [RunSpec(0, 1.0, DELTA, {**SMALL, "n": n}) for n in (60, 90)]
+    rows = method.task.evaluate(method, fit_by_shared(method, None, runs, CPU), None, CPU)
+    for run, row in zip(runs, rows, strict=True):
+        alone = method.fit(None, [run], CPU)
+        assert row == pytest.approx(method.task.evaluate(method, alone, None, CPU)[0])

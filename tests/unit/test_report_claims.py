@@ -3,6 +3,7 @@
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -301,3 +302,22 @@ def test_dpfermi_gains_on_the_papers_own_numbers():
     assert [verdicts[f"eo_gain_{k}"] for k in ("mean", "median", "min_positive")] == [
         NOT_REPRODUCED, NOT_REPRODUCED, REPRODUCED]
     assert verdicts["adult_features"] == "not run: data unavailable"
+
+
+def test_a_slope_claim_reports_its_bootstrap_interval():
+    """agg loglog_slope: the slope of the seed means, and a 95% interval (seeds resampled
+    within every x) around it; other measures have none."""
+    rng = np.random.default_rng(1)
+    runs = pd.DataFrame([{"dataset": "p", "p_n": n, "seed": s,
+                          "error": n ** -0.5 * rng.uniform(0.8, 1.2)}
+                         for n in (100, 400, 1600, 6400) for s in range(8)])
+    slope = _claim("slope", dataset="p", value=-0.5, comparison="approx",
+                   tolerance={"kind": "absolute", "value": 0.1},
+                   measure={"metric": "error", "by": ["p_n"], "agg": "loglog_slope"})
+    mean = _claim("mean", dataset="p", value=0.1, comparison="at_most",
+                  tolerance={"kind": "absolute", "value": 0.0},
+                  measure={"metric": "error", "agg": "mean"})
+    row = claims_table([slope, mean], runs).set_index("id")
+    low, high = row.loc["slope", ["measured_ci_low", "measured_ci_high"]]
+    assert low < row.loc["slope", "measured_value"] < high and high - low < 0.2
+    assert np.isnan(row.loc["mean", ["measured_ci_low", "measured_ci_high"]].astype(float)).all()

@@ -19,7 +19,7 @@ from dpminimax.algorithms import expand_runs, get_method
 from dpminimax.algorithms.base import shared_groups
 from dpminimax.data import load_dataset
 from dpminimax.experiments import expand_jobs, load_experiments, parse_epsilon
-from dpminimax.problems import PROBLEMS
+from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "workflow/config/config.yaml").read_text())
@@ -50,7 +50,8 @@ def test_the_default_config_is_the_default_scale():
 @pytest.mark.parametrize("job", JOBS, ids=lambda j: f"{j.paper}/{j.experiment}/{j.dataset}/"
                                                      f"{j.method}/eps~{j.epsilon}")
 def test_every_default_job_plans_on_its_data(job):
-    data = None if job.dataset in PROBLEMS else _prepared(job.dataset)
+    synthetic = job.dataset in PROBLEMS or job.dataset in BILEVEL_PROBLEMS
+    data = None if synthetic else _prepared(job.dataset)
     runs = expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, dict(job.params))
     method = get_method(job.method)
     for group in shared_groups(method, runs):  # one batched program each

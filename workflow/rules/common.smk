@@ -11,7 +11,7 @@ from dpminimax.experiments import (
     select_experiments,
 )
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
-from dpminimax.problems import PROBLEMS
+from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
     dataset_code_fingerprint,
@@ -22,6 +22,10 @@ from dpminimax.provenance import (
 validate(config, "../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
+# ``experiments: all`` (e.g. ``--config experiments=all`` over smoke.yaml's selection: Snakemake
+# merges a mapping given on the command line into the config file's, so only a string can
+# replace it) runs every experiment of every paper.
+SELECTED = {} if config.get("experiments") in (None, "all") else config["experiments"]
 # Used only with --software-deployment-method conda (path relative to the rule files).
 CONDA_ENV = f"../../envs/{config.get('software_env', 'cpu')}.yaml"
 # Per dataset: the shared data code + atomic.py + the dataset's own module / YAML declaration.
@@ -51,8 +55,7 @@ def _load_paper(paper):
     except WorkflowError as err:
         raise WorkflowError(f"{path}: invalid experiments file", err) from None
     try:
-        spec = select_experiments(spec, (config.get("experiments") or {}).get(paper),
-                                  source=str(path))
+        spec = select_experiments(spec, SELECTED.get(paper), source=str(path))
         jobs = expand_jobs(
             spec, SCALE, source=str(path), dataset_override=config.get("dataset_override"),
             tuning=config.get("tuning", "none"),
@@ -64,8 +67,7 @@ def _load_paper(paper):
 
 # A selection for a paper not in ``papers`` is ignored (smoke.yaml selects for every paper);
 # one for a paper that does not exist is a typo.
-_unknown = sorted(paper for paper in config.get("experiments") or {}
-                  if not experiments_file(paper).exists())
+_unknown = sorted(paper for paper in SELECTED if not experiments_file(paper).exists())
 if _unknown:
     raise WorkflowError(f"experiments: no papers/<id>/experiments.yaml for {_unknown}")
 PAPERS = {}
@@ -100,10 +102,14 @@ def paper_jobs(paper):
     return [job for job in JOBS.values() if job.paper == paper]
 
 
+#: The synthetic problems (BYOA's and the bilevel ones): their jobs draw their own data.
+SYNTHETIC_PROBLEMS = {*PROBLEMS, *BILEVEL_PROBLEMS}
+
+
 def problem_pattern(included):
     """A wildcard pattern matching the synthetic problems' names (``included``) or every other
     dataset name: rule ``train`` takes datasets, rule ``train_problem`` problems."""
-    names = "|".join(sorted(PROBLEMS))
+    names = "|".join(sorted(SYNTHETIC_PROBLEMS))
     # the lookahead ends at the path separator after the wildcard (or the end of the string)
     return f"(?:{names})" if included else f"(?!(?:{names})(?:/|$))[a-z0-9_-]+"
 
@@ -119,18 +125,19 @@ def claims_file(paper):
     return Path(workflow.basedir) / "papers" / paper / "claims.yaml"
 
 
-def benchmark_outputs(paper):
-    """The JSON files of the paper's workflow benchmarks (``benchmarks:`` in experiments.yaml
-    with ``workflow: true``)."""
+def measured_outputs(paper):
+    """The JSON files whose ``claims`` values fill the paper's claims: its workflow benchmarks
+    (``benchmarks:`` in experiments.yaml with ``workflow: true``) and its leak attack."""
     return [f"results/{paper}/bench/{name}.json"
             for name, bench in PAPERS[paper].get("benchmarks", {}).items()
-            if bench.get("workflow")]
+            if bench.get("workflow")] + (
+        [f"results/{paper}/leak/claims.json"] if "leak" in PAPERS[paper] else [])
 
 
-def audit_settings(paper):
-    """The paper's ``audit:`` block at this scale (None if it has none); delta defaults to the
-    paper's."""
-    spec = PAPERS[paper].get("audit")
+def block_settings(paper, block):
+    """The paper's ``audit:`` or ``leak:`` block at this scale (None if it has none); delta
+    defaults to the paper's."""
+    spec = PAPERS[paper].get(block)
     if spec is None:
         return None
     settings = {key: value for key, value in spec.items() if key != "scales"}
@@ -173,7 +180,7 @@ def benchmark_data(wildcards):
 
 
 def data_inputs(wildcards):
-    if wildcards.dataset in PROBLEMS:  # a synthetic problem: its jobs draw their own data
+    if wildcards.dataset in SYNTHETIC_PROBLEMS:  # its jobs draw their own data
         return {}
     return {
         "arrays": f"results/data/{wildcards.dataset}/arrays.npz",
@@ -201,6 +208,9 @@ def all_targets():
             lira_epsilons(paper)  # refuse a bad block before any job
             targets += [f"results/{paper}/tables/lira.csv",
                         f"results/{paper}/figures/lira.pdf", f"results/{paper}/figures/lira.png"]
+        if "leak" in spec:
+            targets += [f"results/{paper}/tables/leak.csv",
+                        f"results/{paper}/figures/leak.pdf", f"results/{paper}/figures/leak.png"]
         if "audit" in spec:
             targets += [f"results/{paper}/audit/audit.csv",
                         f"results/{paper}/figures/audit.pdf", f"results/{paper}/figures/audit.png"]

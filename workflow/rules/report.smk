@@ -82,7 +82,7 @@ rule claims:
     input:
         runs="results/{paper}/runs.parquet",
         claims=lambda wc: str(claims_file(wc.paper)),
-        measured=lambda wc: benchmark_outputs(wc.paper),
+        measured=lambda wc: measured_outputs(wc.paper),
     output:
         csv=report(
             "results/{paper}/tables/claims.csv",
@@ -132,7 +132,7 @@ rule audit:
                    category="{paper}"),
     params:
         code=TRAIN_CODE,
-        settings=lambda wc: audit_settings(wc.paper),
+        settings=lambda wc: block_settings(wc.paper, "audit"),
     threads: 1
     resources:
         runtime=30,
@@ -144,6 +144,33 @@ rule audit:
         "results/{paper}/benchmarks/audit.tsv"
     script:
         "../scripts/audit.py"
+
+
+# The DP bilevel paper's Section 3 leak (``leak:`` in experiments.yaml; spec 002 §3.2):
+# Example 3.1's neighbouring datasets told apart by M0-M3, the table, a figure and the values
+# its claims read.
+rule leak:
+    output:
+        csv=report("results/{paper}/tables/leak.csv", caption="../report/leak.rst",
+                   category="{paper}"),
+        pdf="results/{paper}/figures/leak.pdf",
+        png=report("results/{paper}/figures/leak.png", caption="../report/leak.rst",
+                   category="{paper}"),
+        claims="results/{paper}/leak/claims.json",
+    params:
+        code=TRAIN_CODE,
+        settings=lambda wc: block_settings(wc.paper, "leak"),
+    threads: 1
+    resources:
+        runtime=30,
+    conda:
+        CONDA_ENV
+    log:
+        "results/{paper}/logs/leak.log",
+    benchmark:
+        "results/{paper}/benchmarks/leak.tsv"
+    script:
+        "../scripts/leak.py"
 
 
 # The paper's LiRA attack (``lira:`` in experiments.yaml; issue #23) at one epsilon: every

@@ -15,7 +15,7 @@ every one a Gaussian release with its replace-one sensitivity (2 C / n for a mea
 contributions bounded by C; released as the sum, sensitivity 2 C). The plan's release tree is
 ``Repeat((Batch(inner_y, k), Batch(inner_y_lambda, k), Batch(outer)), T)`` and the accountant
 derives epsilon from it; the paper's own per-mechanism budget (eps / sqrt(18 T),
-delta / (3 (T + 1))) composed by Lemma 2.1 is recorded beside it (``paper_epsilon``).
+delta / (3 (T + 1))) composed by Lemma 2.1 is recorded beside it (``epsilon_paper_accounting``).
 
 Methods (spec §6.2's table), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
 (A1-LocGD), the non-private twins ``np_pen`` (exact inner, sigma 0) and ``np_aid`` (exact
@@ -143,7 +143,7 @@ class DpBilevel(Method):
         extras: dict[str, Any] = {"neighboring_relation": "replace_one"}
         if not is_non_private(run.epsilon):
             extras |= {"zcdp_rho": zcdp_budget(run.epsilon, run.delta),
-                       "paper_epsilon": paper_epsilon(run.epsilon, run.delta, steps),
+                       "epsilon_paper_accounting": paper_epsilon(run.epsilon, run.delta, steps),
                        "paper_delta": run.delta}
         covered = not self.private or spent <= run.epsilon * (1 + 1e-9)
         extras["guarantee_covered"] = covered

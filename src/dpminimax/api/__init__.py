@@ -16,8 +16,9 @@ from pathlib import Path
 
 #: Public name -> the submodule that defines it.
 _SIDES = {
-    **dict.fromkeys(("NonFiniteResultError", "attack", "audit", "lira", "prepare_dataset",
-                     "select_configs", "set_threads", "train", "tune"), "training"),
+    **dict.fromkeys(("NonFiniteResultError", "attack", "audit", "leak", "lira",
+                     "prepare_dataset", "select_configs", "set_threads", "train", "tune"),
+                    "training"),
     **dict.fromkeys(("aggregate", "make_claims_table", "make_experiment_table", "make_figure",
                      "make_lira_report", "make_notebook", "make_table"), "reporting"),
 }

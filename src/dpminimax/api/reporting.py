@@ -110,7 +110,8 @@ def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
         c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
                     "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
                     "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
-                    "population_primal_gap", "epsilon_spent")
+                    "population_primal_gap", "gradient_mapping_norm", "inner_error_max",
+                    "epsilon_spent", "epsilon_paper_accounting")
         if c in table.columns
     ]
     summary = summarize(table, metric_columns,

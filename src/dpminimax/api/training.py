@@ -356,6 +356,26 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
     return table
 
 
+def leak(settings: Mapping[str, Any], csv_out: str | Path, figure_out: Sequence[str | Path],
+         claims_out: str | Path) -> pd.DataFrame:
+    """The DP bilevel paper's Section 3 leak attack (``leak:`` in its experiments.yaml; spec
+    002 §3.2) on Example 3.1: AUC, empirical epsilon and reconstruction error of M0-M3
+    (:func:`dpminimax.attacks.bilevel_leak.leak_table`) as a table and a figure, and the
+    values its claims read (``{"claims": {id: value}}``, like a paper benchmark's)."""
+    from dpminimax.attacks.bilevel_leak import leak_table
+    from dpminimax.report.bilevel_leak import draw_leak, leak_claims
+
+    table = pd.DataFrame(leak_table(
+        d=int(settings["d"]), n=int(settings["n"]), runs=int(settings["runs"]),
+        epsilons=[float(e) for e in settings["epsilons"]], delta=float(settings["delta"]),
+        seed=int(settings.get("seed", 0)), params=settings.get("params")))
+    with atomic_path(csv_out) as tmp:
+        table.to_csv(tmp, index=False)
+    draw_leak(table, figure_out)
+    write_json(claims_out, {"claims": leak_claims(table), "settings": dict(settings)})
+    return table
+
+
 def _identity(config: Mapping[str, Any], run) -> dict[str, Any]:
     """Run-table identity columns (``paper``/``experiment`` only where the config has them:
     :func:`dpminimax.estimator.fit` trains outside any paper)."""

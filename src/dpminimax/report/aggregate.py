@@ -94,8 +94,9 @@ def summarize(
     return summary
 
 
-#: Metric-name fragments of rates and probabilities (values in [0, 1]).
-_RATE_METRICS = ("accuracy", "error", "auc", "tpr", "fpr", "dp_violation", "eo_violation")
+#: Metric-name fragments of rates and probabilities (values in [0, 1]); a classification
+#: error ends in "error" (``inner_error_max``, a distance, does not).
+_RATE_METRICS = ("accuracy", "auc", "tpr", "fpr", "dp_violation", "eo_violation")
 
 
 def metric_range(metric: str) -> tuple[float, float]:
@@ -103,11 +104,34 @@ def metric_range(metric: str) -> tuple[float, float]:
     signed constraint value, [0, inf) for losses and epsilons, unbounded otherwise."""
     if "constraint_violation" in metric or "constraint_value" in metric:
         return -1.0, 1.0
-    if any(part in metric for part in _RATE_METRICS):
+    if metric.endswith("error") or any(part in metric for part in _RATE_METRICS):
         return 0.0, 1.0
     if "loss" in metric or "epsilon" in metric:
         return 0.0, math.inf
     return -math.inf, math.inf
+
+
+#: Bootstrap draws of a fitted log-log slope's interval.
+BOOTSTRAP = 2000
+
+
+def loglog_slope(xs: np.ndarray, values: np.ndarray) -> float:
+    """The least-squares slope of log(values) against log(xs) (NaN unless all are positive)."""
+    if len(xs) < 2 or not (np.all(xs > 0) and np.all(values > 0)):
+        return float("nan")
+    return float(np.polyfit(np.log(xs), np.log(values), 1)[0])
+
+
+def bootstrap_slope(by_x: dict[float, np.ndarray], rng: np.random.Generator,
+                    draws: int = BOOTSTRAP) -> tuple[float, float, float]:
+    """The log-log slope of the group means of ``by_x`` (x -> the runs' values, e.g. one per
+    seed) against x, and its 95% bootstrap interval (the runs resampled within every x)."""
+    xs = np.array(sorted(by_x), dtype=float)
+    groups = [np.asarray(by_x[x], dtype=float) for x in sorted(by_x)]
+    boot = [loglog_slope(xs, np.array([rng.choice(g, size=len(g)).mean() for g in groups]))
+            for _ in range(draws)]
+    return (loglog_slope(xs, np.array([g.mean() for g in groups])),
+            float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5)))
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:

@@ -22,7 +22,8 @@ Where our number comes from, in this order:
 
    Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``). ``agg:
    loglog_slope`` with one ``by`` column x (a rate claim: "the error decays like n^-2") is the
-   least-squares slope of log(mean metric) against log(x) over the groups.
+   least-squares slope of log(mean metric) against log(x) over the groups; its 95% bootstrap
+   interval (the runs resampled within every x) is reported beside it.
 
 A claim none of whose datasets appears in the runs is ``not run: data unavailable`` unless a
 measured value is given.
@@ -46,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from dpminimax.atomic import atomic_path
-from dpminimax.report.aggregate import write_table
+from dpminimax.report.aggregate import bootstrap_slope, loglog_slope, write_table
 from dpminimax.report.reference import ReferenceFileError
 
 REPRODUCED = "reproduced"
@@ -59,8 +60,8 @@ TOLERANCE_KINDS = ("absolute", "relative", "log10")
 AGGREGATIONS = ("mean", "median", "max", "min", "loglog_slope")
 TABLE_COLUMNS = (
     "id", "figure", "dataset", "epsilon", "method", "quantity", "unit", "paper_value",
-    "measured_value", "comparison", "tolerance", "accepted", "verdict", "source", "n_runs",
-    "measure",
+    "measured_value", "measured_ci_low", "measured_ci_high", "comparison", "tolerance",
+    "accepted", "verdict", "source", "n_runs", "measure",
 )
 ROUND_OFF = 1e-9
 
@@ -101,19 +102,11 @@ def is_reproduced(measured: float, value: float, comparison: str,
 
 def measure_from_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[float, int, str]:
     """``(value, matching runs, "")`` from the runs table, or ``(nan, n, reason)``."""
-    _check_measure(measure)
+    rows, reason = _matching_runs(measure, runs)
+    if reason:
+        return math.nan, 0, reason
     metric, agg = measure["metric"], measure["agg"]
     by = list(measure.get("by") or [])
-    filters = dict(measure.get("filter") or {})
-    missing = [c for c in [metric, *filters, *by] if c not in runs.columns]
-    if missing:
-        return math.nan, 0, f"no column {', '.join(map(repr, missing))} in the runs"
-    keep = np.ones(len(runs), dtype=bool)
-    for column, wanted in filters.items():
-        keep &= _matches(runs[column], wanted)
-    rows = runs.loc[keep]
-    if rows.empty:
-        return math.nan, 0, "no matching runs"
     values = rows.groupby(by, dropna=False)[metric].mean() if by else rows[metric]
     if agg == "loglog_slope":
         return _loglog_slope(values, len(rows))
@@ -121,6 +114,38 @@ def measure_from_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[f
     if math.isnan(value):
         return value, len(rows), f"{metric!r} is missing for the matching runs"
     return value, len(rows), ""
+
+
+def slope_interval(measure: Mapping[str, Any], runs: pd.DataFrame,
+                   seed: int = 0) -> tuple[float, float]:
+    """The 95% bootstrap interval of an ``agg: loglog_slope`` measure (the matching runs
+    resampled within every x); NaN for another measure or where the slope is undefined."""
+    rows, reason = _matching_runs(measure, runs)
+    if reason or measure["agg"] != "loglog_slope":
+        return math.nan, math.nan
+    x = pd.to_numeric(rows[measure["by"][0]], errors="coerce")
+    by_x = {float(value): group[measure["metric"]].to_numpy(dtype=float)
+            for value, group in rows.groupby(x)}
+    if len(by_x) < 2:
+        return math.nan, math.nan
+    _, low, high = bootstrap_slope(by_x, np.random.default_rng(seed))
+    return low, high
+
+
+def _matching_runs(measure: Mapping[str, Any],
+                   runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs a measure's filter keeps, or an empty table and the reason."""
+    _check_measure(measure)
+    by = list(measure.get("by") or [])
+    filters = dict(measure.get("filter") or {})
+    missing = [c for c in [measure["metric"], *filters, *by] if c not in runs.columns]
+    if missing:
+        return runs.iloc[:0], f"no column {', '.join(map(repr, missing))} in the runs"
+    keep = np.ones(len(runs), dtype=bool)
+    for column, wanted in filters.items():
+        keep &= _matches(runs[column], wanted)
+    rows = runs.loc[keep]
+    return rows, "" if len(rows) else "no matching runs"
 
 
 def claims_table(claims: Sequence[Mapping[str, Any]], runs: pd.DataFrame | None, *,
@@ -176,7 +201,8 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
         "dataset": _label(claim.get("dataset")), "epsilon": _label(claim.get("epsilon")),
         "method": _label(claim.get("method")), "quantity": claim.get("quantity"),
         "unit": claim.get("unit"), "paper_value": _number(claim.get("value")),
-        "measured_value": math.nan, "comparison": comparison,
+        "measured_value": math.nan, "measured_ci_low": math.nan,
+        "measured_ci_high": math.nan, "comparison": comparison,
         "tolerance": _tolerance_label(claim.get("tolerance")), "accepted": "",
         "verdict": "", "source": "", "n_runs": 0, "measure": _measure_label(measure),
     }
@@ -197,6 +223,8 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
         return {**row, "verdict": f"{NOT_RUN}: data unavailable"}
     elif machine:
         ours, n_runs, reason = measure_from_runs(measure, runs)
+        low, high = slope_interval(measure, runs)
+        row.update(measured_ci_low=low, measured_ci_high=high)
         source = "runs"
     else:
         return {**row, "verdict": f"{NOT_RUN}: no measured value given (not computable from "
@@ -211,10 +239,10 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
 def _loglog_slope(means: pd.Series, n_runs: int) -> tuple[float, int, str]:
     """The slope of log(mean) against log(x) over the groups x of ``means``."""
     x = pd.to_numeric(pd.Series(means.index), errors="coerce").to_numpy(dtype=float)
-    y = means.to_numpy(dtype=float)
-    if len(y) < 2 or not (np.all(x > 0) and np.all(y > 0)):
+    slope = loglog_slope(x, means.to_numpy(dtype=float))
+    if math.isnan(slope):
         return math.nan, n_runs, "a log-log slope needs >= 2 groups with positive x and metric"
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0]), n_runs, ""
+    return slope, n_runs, ""
 
 
 def _check_measure(measure: Mapping[str, Any]) -> None:

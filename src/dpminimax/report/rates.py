@@ -4,21 +4,29 @@ against the sample size n (or against epsilon), and the fitted log-log slopes.
 Figure: one panel per problem (the ``dataset`` column); one colour per (method, epsilon), the
 mean over seeds with its 95% Student-t band (:func:`.aggregate.summarize`) on log-log axes, and
 the paper's printed bound on the same metric (the task's ``<metric>_bound`` column) dashed in
-the same colour. Table: per (problem, method, epsilon) the least-squares slope of log(mean
-metric) against log(n) with a 95% bootstrap interval (seeds resampled within every n), the
-slope of the printed bound over the same n, and the largest ratio of the mean to the bound.
+the same colour; where a theorem states only a rate (DP bilevel's O~ bounds), grey dotted
+reference lines of its predicted slopes. Table: per (problem, method, epsilon) the
+least-squares slope of log(mean metric) against log(n) with a 95% bootstrap interval (seeds
+resampled within every n), the slope of the printed bound over the same n, the largest ratio
+of the mean to the bound, and for the private runs the predicted slopes beside the fit.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dpminimax.report.aggregate import ResultsTableError, epsilon_label, summarize
+from dpminimax.report.aggregate import (
+    ResultsTableError,
+    bootstrap_slope,
+    epsilon_label,
+    loglog_slope,
+    summarize,
+)
 from dpminimax.report.figures import save_figure
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_style
 
@@ -26,7 +34,6 @@ SERIES = ("dataset", "method", "epsilon")
 #: Parameters that make separate series where a job sweeps them (the noise calibration, the
 #: base solver); every other parameter is fixed or planned from n.
 VARIANTS = ("p_sigma", "p_solver")
-BOOTSTRAP = 2000
 
 
 #: The two axes of a rate figure: (column, axis label, log base, the other axis's column).
@@ -34,10 +41,12 @@ AXES = {"p_n": ("Sample size n", 2, "epsilon"), "epsilon": ("Privacy budget ε",
 
 
 def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
-              out_paths: Sequence[str | os.PathLike], against: str = "p_n") -> Figure:
+              out_paths: Sequence[str | os.PathLike], against: str = "p_n",
+              reference: Mapping[str, float] | None = None) -> Figure:
     """``metric`` against n (one line per method and epsilon) or, with ``against="epsilon"``,
     against epsilon (one line per method and n; non-private runs left out), the printed bound
-    dashed in each line's colour (module docstring)."""
+    dashed in each line's colour, and a dotted line of each ``reference`` slope (name ->
+    slope) from the panel's highest first point (module docstring)."""
     _require(table, metric)
     xlabel, base, other = AXES[against]
     table = _with_variants(table)
@@ -76,6 +85,7 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
                                         level=("dataset", "method", other)).sort_index()
                     ax.plot(printed.index, printed.to_numpy(), color=colour, linestyle="--",
                             linewidth=1.0)
+            _reference_lines(ax, rows, against, reference or {})
             ax.set_xscale("log", base=base)
             ax.set_yscale("log")
             ax.set_xlabel(xlabel)
@@ -90,9 +100,11 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
     return fig
 
 
-def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0) -> pd.DataFrame:
+def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0,
+                 predicted: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Fitted and printed-bound log-log slopes of ``metric`` in n, per (problem, method,
-    epsilon) (module docstring)."""
+    epsilon), and a column ``predicted_slope_<name>`` per entry of ``predicted`` (name ->
+    slope) on the private rows (module docstring)."""
     _require(table, metric)
     table = _with_variants(table)
     bound = f"{metric}_bound"
@@ -105,18 +117,18 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0) -> pd.DataFram
             continue
         ns = np.array(sorted(by_n), dtype=float)
         means = np.array([by_n[n].mean() for n in ns])
-        draws = np.array([[rng.choice(by_n[n], size=len(by_n[n])).mean() for n in ns]
-                          for _ in range(BOOTSTRAP)])
-        boot = [_slope(ns, draw) for draw in draws]
+        slope, low, high = bootstrap_slope(by_n, rng)
         row = dict(zip(SERIES, key, strict=True))
         row.update(metric=metric, n_min=int(ns[0]), n_max=int(ns[-1]),
                    seeds=int(min(len(v) for v in by_n.values())),
-                   slope=_slope(ns, means), slope_ci_low=float(np.nanpercentile(boot, 2.5)),
-                   slope_ci_high=float(np.nanpercentile(boot, 97.5)))
+                   slope=slope, slope_ci_low=low, slope_ci_high=high)
+        if np.isfinite(row["epsilon"]):
+            row.update({f"predicted_slope_{name}": value
+                        for name, value in (predicted or {}).items()})
         if bound in runs.columns:
             printed = runs.groupby("p_n")[bound].mean().sort_index().to_numpy(dtype=float)
             if np.all(printed > 0):  # a zero bound (exact ERM's empirical risk) has no ratio
-                row.update(bound_slope=_slope(ns, printed),
+                row.update(bound_slope=loglog_slope(ns, printed),
                            max_mean_over_bound=float(np.max(means / printed)))
         rows.append(row)
     return pd.DataFrame(rows)
@@ -135,10 +147,19 @@ def _with_variants(table: pd.DataFrame) -> pd.DataFrame:
         labels == "", table["method"] + " [" + labels + "]"))
 
 
-def _slope(ns: np.ndarray, values: np.ndarray) -> float:
-    if not np.all(values > 0):
-        return float("nan")
-    return float(np.polyfit(np.log(ns), np.log(values), 1)[0])
+def _reference_lines(ax, rows: pd.DataFrame, against: str,
+                     reference: Mapping[str, float]) -> None:
+    """A grey dotted line of each predicted slope over the panel's x range, starting at the
+    largest mean at the smallest x (a guide for the eye: the rates fix slopes, not levels)."""
+    if not reference or rows.empty:
+        return
+    xs = np.sort(rows[against].unique().astype(float))
+    start = float(rows.loc[rows[against] == xs[0], "mean"].max())
+    styles = (":", "-.", (0, (1, 4)))
+    for i, (name, slope) in enumerate(reference.items()):
+        ax.plot(xs, start * (xs / xs[0]) ** slope, color="#777777",
+                linestyle=styles[i % len(styles)],
+                linewidth=1.0, label=f"slope {slope:.2g} ({name.replace('_', ' ')})")
 
 
 def _series_colours(count: int) -> list[tuple[float, float, float]]:

@@ -52,9 +52,18 @@ def _attack(metric: str) -> Drawer:
     return draw
 
 
-def _rate(metric: str, ylabel: str, against: str = "p_n") -> Drawer:
+def _rate(metric: str, ylabel: str, against: str = "p_n",
+          reference: dict[str, float] | None = None) -> Drawer:
     return lambda table, req: plot_rate(table, metric, ylabel=ylabel,
-                                        out_paths=list(req.out_paths), against=against)
+                                        out_paths=list(req.out_paths), against=against,
+                                        reference=reference)
+
+
+#: DP bilevel Thm. 4.1's rate (spec 002 §5.2): its two terms' slopes in n and in epsilon.
+BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
+#: Thm. 8.2 / Cor. 8.3: a private inner solution's error falls like 1 / (n epsilon').
+INNER_RATE = {"inner_solver": -1.0}
+STATIONARITY = "||G_{F_S,η}(x_out)||"
 
 
 def _tradeoff(violation: str) -> Drawer:
@@ -101,6 +110,13 @@ FIGURES: dict[str, Drawer] = {
                                        against="epsilon"),
     "gradient_evaluations_vs_n": _rate("gradient_evaluations_per_sample",
                                        "Gradient evaluations per sample"),
+    # DP bilevel rate studies (spec 002 §6.2 plots 1, 2, 5): the predicted slopes dotted
+    "gradient_mapping_vs_n": _rate("gradient_mapping_norm", STATIONARITY,
+                                   reference=BILEVEL_RATE),
+    "gradient_mapping_vs_epsilon": _rate("gradient_mapping_norm", STATIONARITY,
+                                         against="epsilon", reference=BILEVEL_RATE),
+    "inner_error_vs_n": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
+                              reference=INNER_RATE),
 }
 
 
@@ -114,6 +130,10 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_population_primal_gap": lambda table: slopes_table(table, "population_primal_gap"),
     "slopes_gradient_evaluations": lambda table: slopes_table(
         table, "gradient_evaluations_per_sample"),
+    "slopes_gradient_mapping": lambda table: slopes_table(
+        table, "gradient_mapping_norm", predicted=BILEVEL_RATE),
+    "slopes_inner_error": lambda table: slopes_table(table, "inner_error_max",
+                                                     predicted=INNER_RATE),
 }
 
 

@@ -38,7 +38,9 @@ class BilevelOptimization(Task):
         problem = method.problem(fit.resolved_params[0])
         if len(fit.samples) != len(fit.runs):
             raise ValueError(f"method {method.name!r}: its program kept no training samples")
-        stats = problem.statistics(stack_examples(fit.samples))
+        # run by run: the runs of one job may differ in n (api.fit_by_shared joins the groups)
+        each = [problem.statistics(stack_examples([sample])) for sample in fit.samples]
+        stats = {key: torch.cat([one[key] for one in each]) for key in each[0]}
         x = fit.state["x"].to(problem.dtype)
         eta, lam = (torch.tensor([float(p[key]) for p in fit.resolved_params],
                                  dtype=problem.dtype, device=x.device) for key in ("eta", "lam"))

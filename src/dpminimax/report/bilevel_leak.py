@@ -1,0 +1,64 @@
+"""The DP bilevel paper's Section 3 leak as a figure and claim values (spec 002 §3.2), from the
+table of :func:`dpminimax.attacks.bilevel_leak.leak_table`: the attack's AUC per mechanism
+(M0-M2: exact or naively noised, M3: Algorithm 1 at each epsilon) and M3's empirical epsilon
+lower bound against its epsilon."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from dpminimax.report.aggregate import epsilon_label
+from dpminimax.report.figures import save_figure
+from dpminimax.report.style import paper_style
+
+#: Claim id (papers/bilevel/claims.yaml) -> what it reads from the leak table.
+LEAK_CLAIMS = ("leak_exact_auc", "leak_reconstruction_error", "leak_alg1_epsilon_hat_ratio")
+
+
+def leak_claims(table: pd.DataFrame) -> dict[str, float]:
+    """The smallest AUC and the largest reconstruction error of M0-M2, and the largest
+    epsilon_hat / epsilon of M3 (below 1: Algorithm 1 keeps its epsilon)."""
+    exact, private = table[table["mechanism"] != "M3"], table[table["mechanism"] == "M3"]
+    values = (float(exact["auc"].min()), float(exact["reconstruction_error"].max()),
+              float((private["epsilon_hat"] / private["epsilon"]).max()))
+    return dict(zip(LEAK_CLAIMS, values, strict=True))
+
+
+def draw_leak(table: pd.DataFrame, out_paths: Sequence[str | os.PathLike]) -> None:
+    """Left: the attack's AUC per mechanism (M3 at each epsilon); right: M3's epsilon_hat
+    (95% Clopper-Pearson) against its epsilon, with the line epsilon_hat = epsilon."""
+    labels = [row.mechanism if math.isinf(row.epsilon)
+              else f"{row.mechanism}, ε = {epsilon_label(row.epsilon)}"
+              for row in table.itertuples()]
+    private = table[table["mechanism"] == "M3"].sort_values("epsilon")
+    first = table.iloc[0]
+    with paper_style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+        colours = ["#c44e52" if math.isinf(e) else "#4c72b0" for e in table["epsilon"]]
+        left.barh(np.arange(len(table)), table["auc"], color=colours)
+        left.set_yticks(np.arange(len(table)), labels)
+        left.invert_yaxis()
+        left.axvline(0.5, color="grey", linestyle=":", linewidth=1.0)
+        left.set_xlim(0.0, 1.0)
+        left.set_xlabel("attack AUC (S+ vs S-)")
+        eps = private["epsilon"].to_numpy(dtype=float)
+        right.plot(eps, private["epsilon_hat"], marker="o", color="#4c72b0",
+                   label="M3 (Alg. 1): ε̂ (95%)")
+        right.plot(eps, eps, color="black", linestyle="--", linewidth=1.0, label="ε̂ = ε")
+        right.set_xscale("log")
+        right.set_xticks(eps, [epsilon_label(e) for e in eps])
+        right.minorticks_off()
+        right.set_xlabel("ε of Algorithm 1")
+        right.set_ylabel("empirical ε lower bound")
+        right.legend(frameon=False, fontsize="small")
+        fig.suptitle(f"Example 3.1 leak: d = {int(first['d'])}, n = {int(first['n'])}, "
+                     f"{int(first['runs'])} runs per dataset", fontsize="medium")
+        fig.tight_layout()
+        save_figure(fig, out_paths)
+        plt.close(fig)
