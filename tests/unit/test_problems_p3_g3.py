@@ -288,3 +288,21 @@ def test_the_noise_off_phased_methods_run_the_exact_phases(method, problem, bloc
             assert float(torch.linalg.vector_norm(fit.state[block][r] - value)) < 1e-10
         metric = "population_strong_gap" if len(blocks) == 2 else "excess_population_risk"
         assert 0 <= rows[r][metric] < 1.0
+
+
+def test_ball_solution_treats_an_escaped_solution_as_outside_the_ball():
+    """The multiplier search of the best responses met a nu so small that Newton's iterates
+    escaped (NoMinimizer; the default run's G3 job at epsilon 0.9): that solution lies outside
+    the ball, and the root is still found."""
+    from dpminimax.problems.newton import NoMinimizer, ball_solution
+
+    calls = []
+
+    def solve(nu: float) -> float:  # the solution's norm: 10 at nu = 0, 1 / nu, escapes below
+        calls.append(nu)
+        if 0.0 < nu < 0.45:
+            raise NoMinimizer("the iterates left the escape radius")
+        return 10.0 if nu == 0.0 else 1.0 / nu
+
+    assert ball_solution(solve, abs, 2.0) == pytest.approx(2.0, rel=1e-12)  # on the sphere
+    assert any(0.0 < nu < 0.45 for nu in calls)  # the search did meet an escaped solution

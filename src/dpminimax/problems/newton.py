@@ -21,6 +21,8 @@ from dpminimax.problems.games import _multiplier
 _DECREMENT = 1e-20
 _FULL_STEPS = 1e-12
 _STEPS = 200
+#: The excess :func:`ball_solution` gives a solution that escaped, times (1 + radius).
+ESCAPED = 1e12
 
 T = TypeVar("T")
 
@@ -137,5 +139,16 @@ def ball_solution(solve: Callable[[float], T], norm: Callable[[T], float], radiu
         else:
             raise NoMinimizer("no multiplier of the ball found") from None
         shift = low
-        return solve(shift + _multiplier(lambda nu: norm(solve(shift + nu)) - radius))
-    return solve(_multiplier(lambda nu: norm(solve(nu)) - radius))
+        return solve(shift + _multiplier(lambda nu: _excess(solve, norm, shift + nu, radius)))
+    return solve(_multiplier(lambda nu: _excess(solve, norm, nu, radius)))
+
+
+def _excess(solve: Callable[[float], T], norm: Callable[[T], float], nu: float,
+            radius: float) -> float:
+    """``norm(solve(nu)) - radius``; a solution that escapes (:class:`NoMinimizer` at a tiny nu,
+    where the minimizer lies far out) is outside the ball: a large positive excess, whose sign
+    is all the bracketing root search needs."""
+    try:
+        return norm(solve(nu)) - radius
+    except NoMinimizer:
+        return ESCAPED * (1.0 + radius)
