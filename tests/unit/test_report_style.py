@@ -32,3 +32,11 @@ def test_paper_style_is_scoped():
     with paper_style():
         assert mpl.rcParams["pdf.fonttype"] == 42
     assert mpl.rcParams["pdf.fonttype"] == before
+
+
+def test_every_registered_method_has_a_label_of_its_own():
+    """Figures name methods by their report-side label (report jobs do not import the
+    algorithms): a method registered without one would be drawn under its bare name."""
+    from dpminimax.algorithms import METHODS
+
+    assert all(method_style(name).label != name for name in METHODS)
