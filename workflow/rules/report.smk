@@ -186,7 +186,7 @@ rule lira:
         settings=lambda wc: lira_settings(wc.paper),
     threads: 2
     resources:
-        runtime=60,
+        runtime=120,
     conda:
         CONDA_ENV
     log:
