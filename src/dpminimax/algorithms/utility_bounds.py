@@ -61,13 +61,15 @@ def phased_minimax_bounds(problem: Problem, n: int, epsilon: float,
                           delta: float) -> dict[str, float]:
     """Theorem 4.8 (Algs. 4 o 5): the weak gap max_y E F(x~_K, y) - min_x E F(x, y~_K) <=
     16 L D log(n)^2 (1 / sqrt(n) + 5 sqrt(d log(5 / delta)) / (n epsilon)), d = max(d_x, d_y).
-    Drawn beside the population *strong* gap, which is at least the weak gap: a strong gap
-    under the bound confirms the theorem, one above it says nothing either way."""
+    Drawn beside the population weak gap of the seeds (where the game defines it) and beside
+    the population *strong* gap, which is at least the weak gap: a strong gap under the bound
+    confirms the theorem, one above it says nothing either way."""
     constants = problem.constants
     dim = max(block.dim for block in problem.blocks)
     privacy = math.sqrt(_privacy_ratio(dim, delta, epsilon, 5.0))
-    return {"population_strong_gap": 16.0 * constants.lipschitz * constants.diameter
-            * math.log2(n) ** 2 * (1.0 / math.sqrt(n) + 5.0 * privacy / n)}
+    bound = (16.0 * constants.lipschitz * constants.diameter * math.log2(n) ** 2
+             * (1.0 / math.sqrt(n) + 5.0 * privacy / n))
+    return {"population_strong_gap": bound, "population_weak_gap": bound}
 
 
 def csc_bounds(problem: Problem, n: int, epsilon: float, delta: float) -> dict[str, float]:

@@ -207,6 +207,13 @@ class BilinearGame(RankOneGame):
         return (torch.einsum("ri,ij,rj->r", x, moments.coupling, y) + x @ moments.p
                 - y @ moments.q)
 
+    def weak_gap(self, points: Point, examples: Examples | None = None) -> torch.Tensor:
+        """max_y (1/S) sum_s F(x~_s, y) - min_x (1/S) sum_s F(x, y~_s) (a scalar) over the S
+        rows of ``points`` (seeds; spec 003 §5.5): F is affine in each block, so this is the
+        strong gap of the mean point, where zero-mean noise cancels (spec §7 row 10)."""
+        means = {name: value.mean(0, keepdim=True) for name, value in points.items()}
+        return self.strong_gap(means, examples)[0]
+
     def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
         """Linear objectives over balls: the radius along the gradient."""
         x_block, y_block = self.blocks

@@ -102,6 +102,7 @@ FIGURES: dict[str, Drawer] = {
     "population_risk_vs_n": _rate("excess_population_risk", "Excess population risk"),
     "empirical_risk_vs_n": _rate("excess_empirical_risk", "Excess empirical risk"),
     "population_gap_vs_n": _rate("population_strong_gap", "Population strong gap"),
+    "weak_gap_vs_n": _rate("population_weak_gap", "Population weak gap (over the seeds)"),
     "empirical_gap_vs_n": _rate("empirical_strong_gap", "Empirical strong gap"),
     "population_primal_gap_vs_n": _rate("population_primal_gap", "Population primal gap"),
     "population_risk_vs_epsilon": _rate("excess_population_risk", "Excess population risk",
