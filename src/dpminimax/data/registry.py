@@ -13,6 +13,7 @@ from dpminimax.data import (
     declared,
     heart,
     images,
+    imbalanced,
     parkinsons,
     retired_adult,
     synthetic,
@@ -27,6 +28,11 @@ from dpminimax.data.tabular import prepare_tabular
 _IMAGE_PREPROCESSING = ("canonical train/test split kept; pixels scaled to [0, 1] (float32, "
                         "n x 1 x 28 x 28); no sensitive attribute (one group 'all', s = 0); "
                         "max_rows subsamples each split")
+
+_MNIST_CITATION = ("LeCun, Y., Bottou, L., Bengio, Y. & Haffner, P. (1998). Gradient-based "
+                   "learning applied to document recognition. Proc. IEEE 86(11).")
+_FASHION_CITATION = ("Xiao, H., Rasul, K. & Vollgraf, R. (2017). Fashion-MNIST: a novel image "
+                     "dataset for benchmarking machine learning algorithms. arXiv:1708.07747.")
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
@@ -55,18 +61,28 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     ),
     DatasetSpec(
         name="mnist", kind="image", files=images.MNIST_FILES,
-        citation="LeCun, Y., Bottou, L., Bengio, Y. & Haffner, P. (1998). Gradient-based learning "
-                 "applied to document recognition. Proc. IEEE 86(11).",
+        citation=_MNIST_CITATION,
         licence="CC BY-SA 3.0", sensitive=None, preprocessing=_IMAGE_PREPROCESSING,
         loader=images.load_mnist, sample_writer=images.write_idx_sample,
     ),
     DatasetSpec(
         name="fashion-mnist", kind="image", files=images.FASHION_FILES,
-        citation="Xiao, H., Rasul, K. & Vollgraf, R. (2017). Fashion-MNIST: a novel image dataset "
-                 "for benchmarking machine learning algorithms. arXiv:1708.07747.",
+        citation=_FASHION_CITATION,
         licence="MIT", sensitive=None, preprocessing=_IMAGE_PREPROCESSING,
         loader=images.load_fashion_mnist, sample_writer=images.write_idx_sample,
     ),
+    *(DatasetSpec(
+        name=f"{base}-st", kind="image", files=base_spec_files,
+        citation=citation + " Imbalanced binary -ST task as in Zhang et al. (2025c) and LibAUC's "
+                 "ImbalancedDataGenerator (spec 004 sec. 4).",
+        licence=licence, sensitive=None, preprocessing=imbalanced.PREPROCESSING,
+        loader=loader, sample_writer=images.write_idx_sample, folder=base,
+    ) for base, base_spec_files, loader, citation, licence in (
+        ("mnist", images.MNIST_FILES, imbalanced.load_mnist_st,
+         _MNIST_CITATION, "CC BY-SA 3.0"),
+        ("fashion-mnist", images.FASHION_FILES, imbalanced.load_fashion_mnist_st,
+         _FASHION_CITATION, "MIT"),
+    )),
     DatasetSpec(
         name="synthetic-fair", kind="tabular", files=(),
         citation="dpminimax synthetic generator (dpminimax.data.synthetic)",
