@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from dpminimax.kernels.clip import (
     clip_and_accumulate,
     clip_factors,
+    clipped_sum,
     example_sum,
     per_sample_norms,
 )
@@ -165,3 +166,18 @@ def test_noise_rows_are_the_draws_of_randn_and_rand(dtype, size):
             assert torch.equal(noisy[r], std[r] * draws)
             assert torch.equal(gens[r].get_state(), reference.get_state())
         assert torch.equal(noisy[1], zeros[1])
+
+
+def test_clipped_sum_clips_each_example_and_drops_masked_ones():
+    """Per-run bounds (R,), examples (R, B, d): each example scaled to norm <= C, padding rows
+    contribute nothing; equals the batch-of-one reference summed by hand."""
+    generator = torch.Generator().manual_seed(0)
+    vectors = torch.randn(2, 5, 3, generator=generator, dtype=torch.float64) * 4
+    bound = torch.tensor([1.0, 0.5], dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    expected = torch.stack([
+        sum(v * min(1.0, float(bound[r]) / float(torch.linalg.vector_norm(v)))
+            for v, keep in zip(vectors[r], mask[r], strict=True) if keep)
+        for r in range(2)])
+    torch.testing.assert_close(clipped_sum(vectors, bound, mask), expected)
+    torch.testing.assert_close(clipped_sum(vectors[1:], bound[1:]), expected[1:])

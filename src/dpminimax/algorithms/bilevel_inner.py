@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dpminimax.kernels.clip import clip_factors, example_sum
+from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.problems.bilevel import BilevelConstants
 
@@ -89,12 +89,6 @@ def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call:
                + (1 + math.log(steps)) / (sub.mu * steps) * (sub.lipschitz ** 2 + noise))
         radii.append(math.sqrt(2.0 * gap / sub.mu))
     return LocGdSchedule(rounds, steps, multiplier, tuple(radii[:-1]), radii[-1])
-
-
-def clipped_sum(grads: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
-    """Sum over examples (R, d) of per-example vectors (R, n, d) clipped at ``bound`` (R,)."""
-    factors = clip_factors(torch.linalg.vector_norm(grads, dim=-1), bound)
-    return example_sum(grads * factors.unsqueeze(-1))
 
 
 def project_ball(value: torch.Tensor, center: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:

@@ -39,13 +39,13 @@ from dpminimax.algorithms.bilevel_inner import (
     SUBPROBLEMS,
     LocGdSchedule,
     Subproblem,
-    clipped_sum,
     loc_gd,
     loc_gd_schedule,
     project_ball,
     subproblems,
 )
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
+from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, releases_of
 from dpminimax.problems import BILEVEL_PROBLEMS, BilevelProblem, FixedSample, get_bilevel_problem
 from dpminimax.problems.bilevel import stack_examples

@@ -26,7 +26,7 @@ from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
 from dpminimax.data import PreparedDataset
-from dpminimax.kernels.clip import clip_factors, example_sum
+from dpminimax.kernels.clip import clipped_sum
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
@@ -144,9 +144,8 @@ class SgdaProgram:
         updated = {}
         for block in self.blocks:
             grad, release = grads[block.name], self.releases[block.name]
-            weights = clip_factors(torch.linalg.vector_norm(grad, dim=-1), release.clip)
-            summed = example_sum((weights * mask.to(grad.dtype)).unsqueeze(-1) * grad)
-            noisy = release.perturb(summed, self.noise[block.name])
+            noisy = release.perturb(clipped_sum(grad, release.clip, mask),
+                                    self.noise[block.name])
             updated[block.name] = block.project(
                 self.iterate[block.name] + self.signs[block.name] * self.scale * noisy)
         self.iterate = updated

@@ -48,6 +48,17 @@ def example_sum(values: torch.Tensor) -> torch.Tensor:
     return blocks.cumsum(dim=1)[:, -1]
 
 
+def clipped_sum(vectors: torch.Tensor, max_norm: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Sum (R, d) over examples of per-example vectors (R, B, d) clipped at the per-run
+    ``max_norm`` (R,) (:func:`example_sum`: bit-identical across batch compositions); masked
+    (padding) examples contribute exactly zero."""
+    weights = clip_factors(torch.linalg.vector_norm(vectors, dim=-1), max_norm)
+    if mask is not None:
+        weights = weights * mask.to(vectors.dtype)
+    return example_sum(weights.unsqueeze(-1) * vectors)
+
+
 def clip_and_accumulate(
     grads: Mapping[str, torch.Tensor], max_norm: torch.Tensor, mask: torch.Tensor
 ) -> dict[str, torch.Tensor]:
