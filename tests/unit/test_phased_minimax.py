@@ -342,7 +342,7 @@ def test_g4_primal_gap_is_phi_minus_its_minimum():
     x = problem.blocks[0].project(2.0 * torch.randn(64, 10, generator=generator,
                                                     dtype=torch.float64))
     for sample in (None, examples):
-        moments = problem.moments(sample)
+        moments = problem.statistics(sample)
         saddle = problem.saddle(moments)
         gap = problem.primal_gap({"x": x}, sample)
         assert bool((gap > 0).all())

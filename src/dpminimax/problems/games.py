@@ -12,12 +12,10 @@ moments or on a sample's.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
 import torch
-from scipy.optimize import brentq
 
 from dpminimax.problems.base import (
     Block,
@@ -29,6 +27,7 @@ from dpminimax.problems.base import (
     random_orthogonal,
     sphere,
 )
+from dpminimax.problems.newton import multiplier
 from dpminimax.seeding import make_generator
 
 
@@ -43,8 +42,57 @@ class Moments:
     q_square: torch.Tensor
 
 
-class RankOneGame(Problem):
-    """The shared part of G1, G2 and G4: sampling, moments, the strong gap from best responses."""
+class ExactGame(Problem):
+    """A min-max problem with exact answers from its statistics (population or one sample):
+    F under them, exact best responses and saddle point on the balls, and from these the strong
+    gap, the primal gap and the population / empirical solutions (G1-G4)."""
+
+    @abstractmethod
+    def statistics(self, examples: Examples | None = None) -> Any:
+        """What F depends on: the population's, or one sample's (n, ...)."""
+
+    @abstractmethod
+    def value(self, point: Point, statistics: Any) -> torch.Tensor:
+        """F(x, y) (R,) under ``statistics``."""
+
+    @abstractmethod
+    def best_responses(self, point: Point, statistics: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(argmax_y F(x, y), argmin_x F(x, y))`` over the balls, each (R, d)."""
+
+    @abstractmethod
+    def saddle(self, statistics: Any, prox: Prox | None = None) -> Point:
+        """The saddle point (blocks (d,)) of F under ``statistics`` (plus the proximal term)."""
+
+    def population_objective(self, point: Point) -> torch.Tensor:
+        return self.value(point, self.statistics())
+
+    def strong_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
+        """max_y F(x~, y) - min_x F(x, y~) (R,) on the population or on ``examples``."""
+        statistics = self.statistics(examples)
+        best_y, best_x = self.best_responses(point, statistics)
+        return (self.value({"x": point["x"], "y": best_y}, statistics)
+                - self.value({"x": best_x, "y": point["y"]}, statistics))
+
+    def primal_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
+        """Phi(x~) - min_x Phi (R,) with Phi(x) = max_{y in Y} F(x, y), on the population or on
+        ``examples``: the metric of a method that releases x only (BYOA Cor. 4.9). min_x Phi is
+        F at the saddle point (exact where :meth:`saddle` is the constrained one: G3's and G4's,
+        and G1's and G2's when it is interior)."""
+        statistics = self.statistics(examples)
+        x = point["x"]
+        best_y, _ = self.best_responses({"x": x, "y": torch.zeros_like(x)}, statistics)
+        saddle = {name: value.unsqueeze(0) for name, value in self.saddle(statistics).items()}
+        return self.value({"x": x, "y": best_y}, statistics) - self.value(saddle, statistics)
+
+    def population_solution(self) -> Point:
+        return self.saddle(self.statistics())
+
+    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
+        return self.saddle(self.statistics(examples), prox)
+
+
+class RankOneGame(ExactGame):
+    """The shared part of G1, G2 and G4: sampling and moments (their statistics)."""
 
     def __init__(self, d: int, r: float, rho: float, center_norm: float, radius: float,
                  seed: int, dtype: torch.dtype) -> None:
@@ -61,7 +109,7 @@ class RankOneGame(Problem):
         return {"a": self.r * u, "c": self.r * u @ self.rotation.T,
                 "p": self.p_bar + self.rho * v[:n], "q": self.q_bar + self.rho * v[n:]}
 
-    def moments(self, examples: Examples | None = None) -> Moments:
+    def statistics(self, examples: Examples | None = None) -> Moments:
         """The population moments, or those of one sample (n, ...)."""
         if examples is None:
             return Moments(self.p_bar, self.p_bar @ self.p_bar + self.rho ** 2,
@@ -70,46 +118,6 @@ class RankOneGame(Problem):
         p, q = examples["p"], examples["q"]
         return Moments(p.mean(0), (p * p).sum(-1).mean(), examples["a"].T @ examples["c"]
                        / len(p), q.mean(0), (q * q).sum(-1).mean())
-
-    @abstractmethod
-    def value(self, point: Point, moments: Moments) -> torch.Tensor:
-        """F(x, y) (R,) under ``moments``."""
-
-    @abstractmethod
-    def best_responses(self, point: Point, moments: Moments) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(argmax_y F(x, y), argmin_x F(x, y))`` over the balls, each (R, d)."""
-
-    def population_objective(self, point: Point) -> torch.Tensor:
-        return self.value(point, self.moments())
-
-    def strong_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
-        """max_y F(x~, y) - min_x F(x, y~) (R,) on the population or on ``examples``."""
-        moments = self.moments(examples)
-        best_y, best_x = self.best_responses(point, moments)
-        return (self.value({"x": point["x"], "y": best_y}, moments)
-                - self.value({"x": best_x, "y": point["y"]}, moments))
-
-    def primal_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
-        """Phi(x~) - min_x Phi (R,) with Phi(x) = max_{y in Y} F(x, y), on the population or on
-        ``examples``: the metric of a method that releases x only (BYOA Cor. 4.9). min_x Phi is
-        F at the saddle point (exact where :meth:`saddle` is the constrained one: G4's, and
-        G1's and G2's when it is interior)."""
-        moments = self.moments(examples)
-        x = point["x"]
-        best_y, _ = self.best_responses({"x": x, "y": torch.zeros_like(x)}, moments)
-        saddle = {name: value.unsqueeze(0) for name, value in self.saddle(moments).items()}
-        return self.value({"x": x, "y": best_y}, moments) - self.value(saddle, moments)
-
-    def population_solution(self) -> Point:
-        return self.saddle(self.moments())
-
-    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
-        return self.saddle(self.moments(examples), prox)
-
-    @abstractmethod
-    def saddle(self, moments: Moments, prox: Prox | None = None) -> Point:
-        """The interior saddle point (blocks (d,)) of F under ``moments`` (plus the proximal
-        term)."""
 
 
 class QuadraticGame(RankOneGame):
@@ -334,28 +342,18 @@ def _ball_saddle(coupling: torch.Tensor, right_x: torch.Tensor, right_y: torch.T
     def at(alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
         x, y = solve(alpha, 0.0)
         if _excess(y, radius_y) > 0:
-            x, y = solve(alpha, _multiplier(lambda beta: _excess(solve(alpha, beta)[1],
+            x, y = solve(alpha, multiplier(lambda beta: _excess(solve(alpha, beta)[1],
                                                                  radius_y)))
         return x, y
 
     x, y = at(0.0)
     if not _excess(x, radius_x) <= 0:   # nan where mu_x = 0 and B is singular
-        x, y = at(_multiplier(lambda alpha: _excess(at(alpha)[0], radius_x)))
+        x, y = at(multiplier(lambda alpha: _excess(at(alpha)[0], radius_x)))
     return {"x": u @ x, "y": vh.T @ y}
 
 
 def _excess(value: torch.Tensor, radius: float) -> float:
     return float(torch.linalg.vector_norm(value)) - radius
-
-
-def _multiplier(excess: Callable[[float], float]) -> float:
-    """The multiplier t > 0 at which a norm falling in t meets its radius: the root of
-    ``excess(t)`` (the norm minus the radius, positive at t = 0), bracketed by doubling and
-    found by Brent's method to float precision."""
-    low, high = 0.0, 1.0
-    while excess(high) > 0:
-        low, high = high, 2.0 * high
-    return float(brentq(excess, low, high, xtol=1e-300, rtol=4.0 * float(np.finfo(float).eps)))
 
 
 def _direction(value: torch.Tensor) -> torch.Tensor:

@@ -19,14 +19,8 @@ import math
 import torch
 
 from dpminimax.problems.base import Block, Constants, Examples, Point, Problem, Prox, sphere
+from dpminimax.problems.newton import SOFTPLUS, GeneralizedLinear, minimize
 from dpminimax.seeding import make_generator
-
-#: Newton's method stops once the squared Newton decrement g^T H^-1 g (twice the remaining
-#: suboptimality, near the optimum) is below this: exact to float64 precision. Below
-#: _QUADRATIC_REGION it takes full steps (quadratic convergence), above it backtracks.
-_NEWTON_DECREMENT = 1e-20
-_QUADRATIC_REGION = 1e-6
-_NEWTON_STEPS = 100
 
 
 class NoEmpiricalMinimizer(ValueError):
@@ -129,33 +123,15 @@ class LogisticRegression(Problem):
     def _newton(self, a: torch.Tensor, b: torch.Tensor, weights: torch.Tensor, lam: float,
                 center: tuple[float, torch.Tensor] | None) -> torch.Tensor:
         """argmin_x sum_i w_i softplus(-b_i <a_i, x>) + lam ||x||^2 / 2 (+ mu ||x - c||^2 / 2):
-        damped Newton (backtracking on the objective) to a squared decrement of 1e-20."""
+        :func:`~dpminimax.problems.newton.minimize` (damped Newton to a squared decrement of
+        1e-20) from c (or 0), the two quadratic terms as one, (lam + mu) / 2 ||x - mu c /
+        (lam + mu)||^2 up to a constant."""
         mu, c = center if center is not None else (0.0, torch.zeros(self.d, dtype=self.dtype))
-        eye = torch.eye(self.d, dtype=self.dtype)
-
-        def value(x: torch.Tensor) -> torch.Tensor:
-            return (weights * torch.nn.functional.softplus(-b * (a @ x))).sum() \
-                + 0.5 * lam * (x @ x) + 0.5 * mu * ((x - c) @ (x - c))
-
-        x = c.clone() if mu else torch.zeros(self.d, dtype=self.dtype)
-        for _ in range(_NEWTON_STEPS):
-            margin = b * (a @ x)
-            gradient = a.T @ (-weights * b * torch.sigmoid(-margin)) + lam * x + mu * (x - c)
-            curvature = weights * torch.sigmoid(margin) * torch.sigmoid(-margin)
-            hessian = a.T @ (curvature.unsqueeze(1) * a) + (lam + mu) * eye
-            step = torch.linalg.solve(hessian, gradient)
-            decrement = float(gradient @ step)  # F(x) - min F ~ decrement / 2 near the optimum
-            if decrement <= _NEWTON_DECREMENT:
-                return x - step
-            if decrement <= _QUADRATIC_REGION:  # full steps: the line search cannot resolve
-                x = x - step                    # decreases below float64 precision
-                continue
-            scale, current = 1.0, value(x)
-            while value(x - scale * step) > current and scale > 1e-10:
-                scale *= 0.5
-            x = x - scale * step
-        raise RuntimeError(f"Newton's method did not reach a squared Newton decrement of "
-                           f"{_NEWTON_DECREMENT} in {_NEWTON_STEPS} steps")
+        modulus = lam + mu
+        objective = GeneralizedLinear(
+            SOFTPLUS, -b.unsqueeze(1) * a, torch.zeros_like(b), weights,
+            torch.zeros(self.d, dtype=self.dtype), modulus, c * (mu / modulus) if modulus else c)
+        return minimize(objective, c.clone() if mu else torch.zeros(self.d, dtype=self.dtype))
 
 
 class RidgeLogisticRegression(LogisticRegression):

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import torch
-
-from dpminimax.problems.games import _multiplier
+from scipy.optimize import brentq
 
 #: Newton's method stops once the squared Newton decrement g^T H^-1 g (twice the remaining
 #: suboptimality near the optimum) is below this, after one more step; below _FULL_STEPS it
@@ -119,6 +119,16 @@ def minimize(objective: GeneralizedLinear, start: torch.Tensor,
     raise NoMinimizer(f"no squared Newton decrement of {_DECREMENT} in {_STEPS} steps")
 
 
+def multiplier(excess: Callable[[float], float]) -> float:
+    """The multiplier t > 0 at which a norm falling in t meets its radius: the root of
+    ``excess(t)`` (the norm minus the radius, positive at t = 0), bracketed by doubling and
+    found by Brent's method to float precision."""
+    low, high = 0.0, 1.0
+    while excess(high) > 0:
+        low, high = high, 2.0 * high
+    return float(brentq(excess, low, high, xtol=1e-300, rtol=4.0 * float(np.finfo(float).eps)))
+
+
 def ball_solution(solve: Callable[[float], T], norm: Callable[[T], float], radius: float) -> T:
     """The solution on the ball ||.|| <= ``radius`` of a problem whose solution with the extra
     term nu / 2 ||.||^2 is ``solve(nu)`` (nu >= 0; its ``norm`` falls with nu): ``solve(0)``
@@ -139,8 +149,8 @@ def ball_solution(solve: Callable[[float], T], norm: Callable[[T], float], radiu
         else:
             raise NoMinimizer("no multiplier of the ball found") from None
         shift = low
-        return solve(shift + _multiplier(lambda nu: _excess(solve, norm, shift + nu, radius)))
-    return solve(_multiplier(lambda nu: _excess(solve, norm, nu, radius)))
+        return solve(shift + multiplier(lambda nu: _excess(solve, norm, shift + nu, radius)))
+    return solve(multiplier(lambda nu: _excess(solve, norm, nu, radius)))
 
 
 def _excess(solve: Callable[[float], T], norm: Callable[[T], float], nu: float,

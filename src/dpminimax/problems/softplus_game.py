@@ -24,11 +24,11 @@ from dpminimax.problems.base import (
     Constants,
     Examples,
     Point,
-    Problem,
     Prox,
     random_orthogonal,
     sphere,
 )
+from dpminimax.problems.games import ExactGame
 from dpminimax.problems.newton import (
     SOFTPLUS,
     GeneralizedLinear,
@@ -64,7 +64,7 @@ class Support:
         return GeneralizedLinear(SOFTPLUS, self.c, self.e, self.weights, linear, modulus, center)
 
 
-class SoftplusGame(Problem):
+class SoftplusGame(ExactGame):
     """G3; the instance (atoms, Q, centers) is fixed by ``seed``. The population saddle point is
     checked to lie within half the radius (spec §7 row 5)."""
 
@@ -83,7 +83,7 @@ class SoftplusGame(Problem):
         u = torch.cat([u, -u])
         self.atoms = {"a": a, "b": a @ self.p_bar, "u": u, "v": u @ rotation.T, "c": c,
                       "e": c @ self.q_bar}
-        self._population = self.saddle(self.support())
+        self._population = self.saddle(self.statistics())
         if max(float(torch.linalg.vector_norm(v)) for v in self._population.values()) \
                 > radius / 2:
             raise ValueError("the population saddle point is not within half the radius")
@@ -115,7 +115,7 @@ class SoftplusGame(Problem):
         return {"x": sa * examples["a"] + vy * examples["u"],
                 "y": ux * examples["v"] - sc * examples["c"]}
 
-    def support(self, examples: Examples | None = None) -> Support:
+    def statistics(self, examples: Examples | None = None) -> Support:
         """The atoms with weight 1 / M, or a sample's distinct examples with their frequencies."""
         if examples is None:
             fields, weights = self.atoms, torch.full((len(self.atoms["a"]),),
@@ -139,9 +139,6 @@ class SoftplusGame(Problem):
                 + torch.einsum("ri,ij,rj->r", x, support.coupling, y)
                 - softplus(y @ support.c.T - support.e) @ support.weights)
 
-    def population_objective(self, point: Point) -> torch.Tensor:
-        return self.value(point, self.support())
-
     def best_responses(self, point: Point, support: Support) -> tuple[torch.Tensor, torch.Tensor]:
         """``(argmax_y F(x, y), argmin_x F(x, y))`` over the balls, each (R, d): h(y) -
         <B^T x, y> and g(x) + <B y, x> minimized on a ball by Newton's method."""
@@ -153,38 +150,19 @@ class SoftplusGame(Problem):
                                        x_block.radius) for y in point["y"]])
         return best_y, best_x
 
-    def strong_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
-        """max_y F(x~, y) - min_x F(x, y~) (R,) on the population or on ``examples``."""
-        support = self.support(examples)
-        best_y, best_x = self.best_responses(point, support)
-        return (self.value({"x": point["x"], "y": best_y}, support)
-                - self.value({"x": best_x, "y": point["y"]}, support))
-
     def weak_gap(self, points: Point, examples: Examples | None = None) -> torch.Tensor:
         """max_y (1/S) sum_s F(x~_s, y) - min_x (1/S) sum_s F(x, y~_s) (a scalar) over the S
         rows of ``points`` (seeds; spec §5.5): F is affine in the coupling, so the best
         responses are those to the mean points."""
-        support = self.support(examples)
+        support = self.statistics(examples)
         means = {name: value.mean(0, keepdim=True) for name, value in points.items()}
         best_y, best_x = self.best_responses(means, support)
         runs = points["x"].shape[0]
         return (self.value({"x": points["x"], "y": best_y.expand(runs, -1)}, support).mean()
                 - self.value({"x": best_x.expand(runs, -1), "y": points["y"]}, support).mean())
 
-    def primal_gap(self, point: Point, examples: Examples | None = None) -> torch.Tensor:
-        """Phi(x~) - min_x Phi (R,), Phi(x) = max_{y in Y} F(x, y) (BYOA Cor. 4.9); min_x Phi is
-        F at the saddle point on the balls."""
-        support = self.support(examples)
-        x = point["x"]
-        best_y, _ = self.best_responses({"x": x, "y": torch.zeros_like(x)}, support)
-        saddle = {k: v.unsqueeze(0) for k, v in self.saddle(support).items()}
-        return self.value({"x": x, "y": best_y}, support) - self.value(saddle, support)
-
     def population_solution(self) -> Point:
         return {name: value.clone() for name, value in self._population.items()}
-
-    def empirical_solution(self, examples: Examples, prox: Prox | None = None) -> Point:
-        return self.saddle(self.support(examples), prox)
 
     def saddle(self, support: Support, prox: Prox | None = None) -> Point:
         """The saddle point on the balls (plus the proximal term): the zero of the operator
