@@ -12,7 +12,6 @@ y (R, d_y), examples (R, n, ...) (one sample per run), statistics (R, ...); floa
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -156,7 +155,3 @@ def ball(n: int, dim: int, generator: torch.Generator, dtype: torch.dtype) -> to
 def stack_examples(samples: list[Examples]) -> Examples:
     """The runs' samples (each (n, ...)) stacked on a leading run axis."""
     return {key: torch.stack([sample[key] for sample in samples]) for key in samples[0]}
-
-
-def hypot(*parts: float) -> float:
-    return math.sqrt(sum(p * p for p in parts))

@@ -18,7 +18,7 @@ import math
 import torch
 
 from dpminimax.problems.base import Block, Examples, sphere
-from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, Stats, hypot
+from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, Stats
 from dpminimax.seeding import make_generator
 
 
@@ -42,8 +42,8 @@ class LinearResponseBilevel(BilevelProblem):
         (1 + sqrt(1 + 4 a^2)) / 2; Psi'' <= 2."""
         d_x, r_y = self.x.radius, self.y.radius
         return BilevelConstants(
-            l0f=hypot(2 * self.rho * d_x, r_y + 1.0), l1f=max(1.0, 2 * self.rho),
-            l0g=hypot(self.a * r_y, r_y + self.a * d_x + 1.0),
+            l0f=math.hypot(2 * self.rho * d_x, r_y + 1.0), l1f=max(1.0, 2 * self.rho),
+            l0g=math.hypot(self.a * r_y, r_y + self.a * d_x + 1.0),
             l1g=(1.0 + math.sqrt(1.0 + 4 * self.a ** 2)) / 2.0, l2g=0.0, mu_g=1.0)
 
     def sample(self, n: int, generator: torch.Generator) -> Examples:
