@@ -146,19 +146,15 @@ def block_settings(paper, block):
 
 
 def lira_settings(paper):
-    """The paper's ``lira:`` block at this scale (None if it has none); delta defaults to the
-    paper's."""
-    spec = PAPERS[paper].get("lira")
-    if spec is None:
+    """The paper's ``lira:`` block at this scale (:func:`block_settings`), a scale's method
+    parameters updating the block's (each method keeps the others)."""
+    settings = block_settings(paper, "lira")
+    if settings is None:
         return None
-    settings = {key: value for key, value in spec.items() if key != "scales"}
-    settings.setdefault("delta", PAPERS[paper]["delta"])
-    scale = dict(spec.get("scales", {}).get(SCALE, {}))
-    # a scale's method parameters update the block's (each method keeps the others)
-    overrides = scale.pop("methods", {})
-    methods = {name: {**(params or {}), **(overrides.get(name) or {})}
-               for name, params in settings["methods"].items()}
-    return {**settings, **scale, "methods": methods}
+    spec = PAPERS[paper]["lira"]
+    overrides = spec.get("scales", {}).get(SCALE, {}).get("methods", {})
+    return {**settings, "methods": {name: {**(params or {}), **(overrides.get(name) or {})}
+                                    for name, params in spec["methods"].items()}}
 
 
 def lira_epsilons(paper):
