@@ -18,9 +18,12 @@ reader and torchvision's class return the same splits, attributes and pixels.
 Task (spec 000 §4 and §12 item 12): label and sensitive attribute are two of the 40 binary
 attributes (torchvision maps -1/1 to 0/1): by default label ``Male`` and sensitive ``Smiling``
 (RaCO-DP's ``celeba.yaml``; registry ``celeba``), or the reverse (registry ``celeba-smiling``).
+Paper 004 (spec 004 sec. 4 and sec. 10 item 12) uses Sagawa et al. (2019)'s task: label
+``Blond_Hair``, sensitive (spurious) ``Male``, images center-cropped to 178x178 and then resized
+(registry ``celeba-blond``, 32x32: ``load_celeba(size=..., crop=...)``).
 Official splits: train (162,770) and test (19,962) become the prepared train/test splits; valid
-(19,867) is kept in ``meta["valid"]``. Images are resized to 128x128 (no crop) and scaled to
-float32 in [0, 1].
+(19,867) is kept in ``meta["valid"]``. By default images are resized to 128x128 (no crop) and
+scaled to float32 in [0, 1].
 
 Storage: preparing never reads an image. A prepared CelebA dataset has kind ``"image-files"``:
 ``x_*`` is one column, the image number (``000001.jpg`` -> 1), and ``meta["images"]`` names the
@@ -93,6 +96,8 @@ class CelebAIndex:
     label: str
     sensitive: str
     splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # part -> (ids, y, s)
+    size: int = IMAGE_SIZE  # images are resized to size x size
+    crop: int | None = None  # center crop to crop x crop before resizing (None: no crop)
 
 
 def image_filename(image_id: int) -> str:
@@ -123,11 +128,13 @@ def torchvision_root(paths: Mapping[str, Path]) -> Path:
     return root
 
 
-def image_transform(size: int = IMAGE_SIZE) -> Any:
-    """Resize to ``size`` x ``size`` (no crop) and scale to float32 in [0, 1] (C x H x W)."""
+def image_transform(size: int = IMAGE_SIZE, crop: int | None = None) -> Any:
+    """Resize to ``size`` x ``size`` and scale to float32 in [0, 1] (C x H x W); with ``crop``,
+    first center-crop to ``crop`` x ``crop`` (torchvision ``CenterCrop``; Sagawa et al.'s 178)."""
     from torchvision import transforms
 
-    return transforms.Compose([transforms.Resize((size, size)), transforms.ToTensor()])
+    steps = [] if crop is None else [transforms.CenterCrop(crop)]
+    return transforms.Compose([*steps, transforms.Resize((size, size)), transforms.ToTensor()])
 
 
 def read_partition(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -152,9 +159,10 @@ def read_attributes(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     return names, ids, (values + 1) // 2
 
 
-def load_celeba(paths: Mapping[str, Path], *, label: str = "Male",
-                sensitive: str = "Smiling") -> CelebAIndex:
-    """Read the official splits' image numbers and the two attributes from the text files."""
+def load_celeba(paths: Mapping[str, Path], *, label: str = "Male", sensitive: str = "Smiling",
+                size: int = IMAGE_SIZE, crop: int | None = None) -> CelebAIndex:
+    """Read the official splits' image numbers and the two attributes from the text files;
+    ``size`` and ``crop`` say how :class:`CelebAImages` will transform the images."""
     root = torchvision_root(paths)
     names, attr_ids, attr = read_attributes(root / "celeba" / "list_attr_celeba.txt")
     columns = [_attribute_column(names, name) for name in (label, sensitive)]
@@ -165,7 +173,8 @@ def load_celeba(paths: Mapping[str, Path], *, label: str = "Male",
     splits = {part: (attr_ids[partition == code], attr[partition == code, columns[0]],
                      attr[partition == code, columns[1]])
               for code, part in enumerate(SPLITS)}
-    return CelebAIndex(root=root, label=label, sensitive=sensitive, splits=splits)
+    return CelebAIndex(root=root, label=label, sensitive=sensitive, splits=splits, size=size,
+                       crop=crop)
 
 
 def _attribute_column(names: Sequence[str], name: str) -> int:
@@ -191,8 +200,10 @@ def prepare_celeba(spec: DatasetSpec, index: CelebAIndex, sources: list[LocatedF
                          "test_fraction": None})
     ids, y, s = kept["valid"]
     ds.meta["valid"] = {"image_ids": ids.tolist(), "y": y.tolist(), "s": s.tolist()}
-    ds.meta["images"] = {"torchvision_root": str(index.root), "size": IMAGE_SIZE,
+    ds.meta["images"] = {"torchvision_root": str(index.root), "size": index.size,
                          "x_column": "image number: <root>/celeba/img_align_celeba/%06d.jpg"}
+    if index.crop is not None:
+        ds.meta["images"]["center_crop"] = index.crop
     return ds
 
 
@@ -201,10 +212,11 @@ class CelebAImages:
 
     Item ``i`` is the float32 tensor (3 x size x size, values in [0, 1]) of image ``image_ids[i]``,
     ``<root>/celeba/img_align_celeba/%06d.jpg`` opened with PIL as RGB (as torchvision's class
-    does) and passed through :func:`image_transform`.
+    does) and passed through :func:`image_transform` (``size``, ``crop``).
     """
 
-    def __init__(self, root: str | Path, image_ids: Sequence[int], size: int = IMAGE_SIZE):
+    def __init__(self, root: str | Path, image_ids: Sequence[int], size: int = IMAGE_SIZE,
+                 crop: int | None = None):
         self.directory = Path(root) / "celeba" / IMAGE_DIR
         self.paths = [self.directory / image_filename(int(i)) for i in image_ids]
         missing = [path for path in self.paths[:1] + self.paths[-1:] if not path.is_file()]
@@ -212,14 +224,14 @@ class CelebAImages:
             raise FileNotFoundError(f"CelebA image {missing[0]} is missing; delete "
                                     f"{self.directory.parent / '.sources.json'} and prepare the "
                                     "dataset again to re-unpack img_align_celeba.zip")
-        self.transform = image_transform(size)
+        self.transform = image_transform(size, crop)
 
     @classmethod
     def from_prepared(cls, ds: PreparedDataset, part: str) -> CelebAImages:
         """The images of ``part`` ("train", "test" or "valid") of a prepared CelebA dataset."""
         ids = ds.meta["valid"]["image_ids"] if part == "valid" else getattr(ds, f"x_{part}")[:, 0]
         images = ds.meta["images"]
-        return cls(images["torchvision_root"], ids, images["size"])
+        return cls(images["torchvision_root"], ids, images["size"], images.get("center_crop"))
 
     def __len__(self) -> int:
         return len(self.paths)

@@ -9,6 +9,7 @@ from dpminimax.data import (
     acs_employment,
     adult,
     celeba,
+    cifar,
     credit_card,
     declared,
     heart,
@@ -33,6 +34,8 @@ _MNIST_CITATION = ("LeCun, Y., Bottou, L., Bengio, Y. & Haffner, P. (1998). Grad
                    "learning applied to document recognition. Proc. IEEE 86(11).")
 _FASHION_CITATION = ("Xiao, H., Rasul, K. & Vollgraf, R. (2017). Fashion-MNIST: a novel image "
                      "dataset for benchmarking machine learning algorithms. arXiv:1708.07747.")
+
+_BLOND_CROP, _BLOND_SIZE = 178, 32  # CelebA Blond_Hair: center crop, then resize (spec 004 10.12)
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
@@ -83,6 +86,17 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         ("fashion-mnist", images.FASHION_FILES, imbalanced.load_fashion_mnist_st,
          _FASHION_CITATION, "MIT"),
     )),
+    DatasetSpec(
+        name="cifar10-st", kind="image", files=cifar.FILES,
+        citation="Krizhevsky, A. (2009). Learning multiple layers of features from tiny images. "
+                 "Technical report, University of Toronto. " + cifar.PAGE + " CIFAR10-ST as in "
+                 "Qi, Q., Lyu, J., Bai, E.-W., Yang, T. et al. (2022). Stochastic constrained DRO "
+                 "with a complexity independent of sample size. arXiv:2210.05740 (construction "
+                 "from paper 004's text, spec 004 sec. 4 and sec. 10 item 9).",
+        licence="no licence stated; the authors ask users to cite the technical report",
+        sensitive=None, preprocessing=cifar.PREPROCESSING,
+        loader=cifar.load_cifar10_st, sample_writer=cifar.write_cifar10_sample, folder="cifar10",
+    ),
     DatasetSpec(
         name="synthetic-fair", kind="tabular", files=(),
         citation="dpminimax synthetic generator (dpminimax.data.synthetic)",
@@ -173,6 +187,25 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         sample_writer=celeba.write_celeba_sample, folder="celeba",
     ) for name, label, sensitive in (("celeba", "Male", "Smiling"),
                                      ("celeba-smiling", "Smiling", "Male"))),
+    DatasetSpec(
+        name="celeba-blond", kind="image-files", files=celeba.FILES,
+        citation="Liu, Z., Luo, P., Wang, X. & Tang, X. (2015). Deep learning face attributes "
+                 "in the wild. ICCV. " + celeba.PAGE + " Task of Sagawa, S., Koh, P. W., "
+                 "Hashimoto, T. B. & Liang, P. (2019). Distributionally robust neural networks "
+                 "for group shifts. arXiv:1911.08731 (ICLR 2020).",
+        licence="CelebA agreement: non-commercial research only",
+        sensitive="Male (attribute 0/1; Sagawa et al.'s spurious attribute)",
+        preprocessing=f"label Blond_Hair, sensitive Male (Sagawa et al. 2019; spec 004 sec. 4 and "
+                      "sec. 10 item 12); official train/test splits (valid in meta['valid']); "
+                      f"images center-cropped to {_BLOND_CROP}x{_BLOND_CROP} then resized to "
+                      f"{_BLOND_SIZE}x{_BLOND_SIZE} (spec 004 sec. 10.12's lower resolution), "
+                      "float32 in [0, 1], no mean/std normalisation, read lazily by "
+                      "dpminimax.data.celeba.CelebAImages; x holds image numbers; max_rows "
+                      "subsamples each split",
+        loader=functools.partial(celeba.load_celeba, label="Blond_Hair", sensitive="Male",
+                                 size=_BLOND_SIZE, crop=_BLOND_CROP),
+        sample_writer=celeba.write_celeba_sample, folder="celeba",
+    ),
 )}
 
 
