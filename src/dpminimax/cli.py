@@ -11,7 +11,7 @@
     dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira|dpdro
                     [--json] [--repeats N]
 """
 
@@ -262,6 +262,10 @@ def _bench(args: argparse.Namespace) -> None:
         from dpminimax.bench.lira import run_shadow_benchmark
 
         result = run_shadow_benchmark()
+    elif args.suite == "dpdro":
+        from dpminimax.bench.dpdro import run_dpdro_benchmarks
+
+        result = run_dpdro_benchmarks(repeats=min(args.repeats, 5))
     elif args.suite == "workflow":
         from dpminimax.bench.workflow import time_dry_run
 
@@ -381,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "tuning", "workflow", "byoa", "lira"],
+                                          "tuning", "workflow", "byoa", "lira", "dpdro"],
                        help="which benchmark (BENCHMARKS.md lists what each measures)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--repeats", type=int, default=30, help="timed steps (or runs) per method")

@@ -33,6 +33,8 @@ from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import BatchedRelease, release_counts, releases_of
 
 N, TARGET, DELTA, SEEDS = 64, 4.0, 1e-5, (0, 1, 2, 3)
+DRO = {"epochs": 2, "model": "logistic_regression", "anchor_batch_size": 32, "period": 3,
+       "eval_every": 4, "curve_rows": 16}
 TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "dpfermi": {"epochs": 2}, "jagielski2019": {"rounds": 3, "oracle_steps": 3},
         "tran2021a": {"epochs": 2}, "tran2021b": {"epochs": 2},
@@ -41,7 +43,10 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
         "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
         "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N},
-        "dp_bilevel": {"n": N, "outer_steps": 3}}
+        "dp_bilevel": {"n": N, "outer_steps": 3},
+        # paper 004 on the linear model; anchors of 32 rows, SPIDER periods of 3 steps
+        "dp_double_spider": DRO, "dp_sgda_dro": DRO, "privatediff_dro": DRO,
+        "dp_recursive_spider": DRO}
 #: Methods that release once (their program has one step).
 ONE_STEP = ("output_perturbation", "exact_solution", "ridge_output_perturbation")
 #: Methods that release exact solutions: their sensitivity is a stability bound (BYOA Lemmas

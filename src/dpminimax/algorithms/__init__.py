@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
+from dpminimax.algorithms.double_spider import (
+    DpDoubleSpider,
+    DpSgdaDro,
+    NonPrivateDoubleSpider,
+    PrivateDiffDro,
+)
 from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelLocGd, NpAid, NpPen
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
@@ -20,6 +26,11 @@ from dpminimax.algorithms.phased_minimax import (
 )
 from dpminimax.algorithms.phased_output_perturbation import PhasedExact, PhasedOutputPerturbation
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
+from dpminimax.algorithms.recursive_spider import (
+    DpRecursiveSpider,
+    NonPrivateRecursiveSpider,
+    Scdro,
+)
 from dpminimax.algorithms.sgda import DpSgda, Sgda
 from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
 from dpminimax.algorithms.tran2021b import Tran2021b, Tran2021bNonPrivate
@@ -32,7 +43,9 @@ METHODS: dict[str, type[Method]] = {
                               OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
                               PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
                               CscOutputPerturbation, CscExact, RidgeOutputPerturbation,
-                              DpBilevel, DpBilevelLocGd, NpPen, NpAid)
+                              DpBilevel, DpBilevelLocGd, NpPen, NpAid, DpDoubleSpider,
+                              NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
+                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro)
 }
 
 

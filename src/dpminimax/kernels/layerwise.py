@@ -11,8 +11,9 @@ so it skips the weight gradients a normal backward would compute), and one batch
 per layer forms the per-example gradients. This is the book-keeping idea of Bu et al. 2022
 ("Differentially private optimization on large model at small cost"): the clipped sum then needs
 no second backward pass. The result is exact (same contract as
-:func:`dpminimax.kernels.per_sample.per_sample_grads`), and on a CPU it is far faster than
-``vmap`` for convolutions, whose vmapped weight gradients become grouped convolutions.
+:func:`dpminimax.kernels.per_sample.per_sample_grads`). On a CPU a convolution's per-example
+weight gradients are instead one weight gradient of the convolution with the batch folded into
+groups (oneDNN), which beats materialising the im2col patches (issue #20, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -123,6 +124,18 @@ class LayerTape:
     def per_sample_grads(self, summed_loss: torch.Tensor) -> dict[str, torch.Tensor]:
         """``{name: (B, *shape)}`` per-example gradients of a summed per-example loss."""
         signals = torch.autograd.grad(summed_loss, [out for *_, out in self._used])
+        return self._per_example(signals)
+
+    def per_example(self, output_grad: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{name: (B, *shape)}`` per-example gradients ``J_i^T r_i`` for the output gradients
+        ``output_grad`` (B, *outputs.shape[1:]) (row i = d loss_i / d outputs_i), unclipped:
+        what a method that clips a combination of gradients (a SPIDER difference) needs."""
+        signals = torch.autograd.grad(self.outputs, [out for *_, out in self._used],
+                                      grad_outputs=output_grad)
+        return self._per_example(signals)
+
+    def _per_example(self, signals) -> dict[str, torch.Tensor]:
+        """Every recorded layer's per-example gradients from its output gradients ``signals``."""
         grads: dict[str, torch.Tensor] = {}
         for (name, module, activation, _), grad_out in zip(self._used, signals, strict=True):
             grads.update(_named(name, _layer_grads(module, activation, grad_out)))
@@ -183,6 +196,11 @@ def _layer_grads(
     batch = activation.shape[0]
     if isinstance(module, nn.GroupNorm):
         return _group_norm_grads(module, activation, grad_out)
+    if isinstance(module, nn.Conv2d) and activation.device.type == "cpu":
+        grads = {"weight": _conv_weight_grads(module, activation, grad_out)}
+        if module.bias is not None:
+            grads["bias"] = grad_out.sum(dim=(2, 3))
+        return {key: value for key, value in grads.items() if getattr(module, key).requires_grad}
     if isinstance(module, nn.Conv2d):
         patches = F.unfold(
             activation, module.kernel_size, dilation=module.dilation, padding=module.padding,
@@ -197,6 +215,24 @@ def _layer_grads(
     if module.bias is not None:
         grads["bias"] = outputs.sum(dim=-1)
     return {key: value for key, value in grads.items() if getattr(module, key).requires_grad}
+
+
+def _conv_weight_grads(
+    module: nn.Conv2d, activation: torch.Tensor, grad_out: torch.Tensor
+) -> torch.Tensor:
+    """Per-example conv weight gradients (B, *W) as ONE weight gradient of a convolution with
+    the batch folded into groups (example i = group i): on a CPU (oneDNN) 1.5-4x faster than
+    im2col + bmm for most ResNet20 / SmallCNN / ResNet16 layers (issue #20, BENCHMARKS.md)."""
+    batch = activation.shape[0]
+    out_channels = module.weight.shape[0]
+    weight = torch.ops.aten.convolution_backward(
+        grad_out.reshape(1, batch * out_channels, *grad_out.shape[2:]),
+        activation.reshape(1, -1, *activation.shape[2:]),
+        activation.new_empty(batch * out_channels, *module.weight.shape[1:]),
+        None, module.stride, module.padding, module.dilation, False, (0, 0), batch,
+        (False, True, False),
+    )[1]
+    return weight.view(batch, *module.weight.shape)
 
 
 def _group_norm_grads(

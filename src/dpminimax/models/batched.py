@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from dpminimax.kernels.gather import IndexedRows
+from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.linear import (
     linear_clipped_grad_sum,
     linear_logits,
@@ -84,6 +84,18 @@ class BatchedLogisticRegression:
             state["weight"], state["bias"], x, y, mask, max_norm
         )
         return {"weight": grad_w, "bias": grad_b}
+
+    def per_example_grads(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
+                          residual_fn: Callable[[torch.Tensor], torch.Tensor]
+                          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Logits (R, B, K) and per-example gradients ``{"weight": (R, B, K, d), "bias":
+        (R, B, K)}`` of the batch ``x`` (R, B, d) for the logit gradients ``residual_fn(logits)``
+        (R, B, K), in closed form: ``r_i x_i^T`` and ``r_i`` (same contract as
+        :meth:`dpminimax.models.network.BatchedNetwork.per_example_grads`)."""
+        logits = linear_logits(state["weight"], state["bias"], x)
+        residual = residual_fn(logits)
+        rows = as_tensor(x)
+        return logits, {"weight": residual.unsqueeze(-1) * rows.unsqueeze(-2), "bias": residual}
 
     def private_step(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
                      mask: torch.Tensor,

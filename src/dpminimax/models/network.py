@@ -34,6 +34,7 @@ from dpminimax.kernels.layerwise import LayerTape
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.cnn import SmallCNN
 from dpminimax.models.resnet import ResNet16
+from dpminimax.models.resnet20 import ResNet20
 from dpminimax.models.vgg import VGG9
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import derive_seed
@@ -62,10 +63,21 @@ def _resnet16_small(input_shape: Sequence[int], num_classes: int) -> nn.Module:
     return ResNet16(num_classes=num_classes, in_channels=input_shape[0], width=8, groups=4)
 
 
+def _resnet20(input_shape: Sequence[int], num_classes: int) -> nn.Module:
+    """GroupNorm ResNet20 of the DP-DRO paper (spec 004 §10.13: width 16, 8 groups)."""
+    return ResNet20(num_classes=num_classes, in_channels=input_shape[0])
+
+
+def _resnet20_small(input_shape: Sequence[int], num_classes: int) -> nn.Module:
+    """ResNet20 at width 8 (GroupNorm with 4 groups): the smoke-scale stand-in of ResNet20."""
+    return ResNet20(num_classes=num_classes, in_channels=input_shape[0], width=8, groups=4)
+
+
 #: Architecture name -> builder(input_shape (C, H, W), num_classes).
 ARCHITECTURES: dict[str, Callable[[Sequence[int], int], nn.Module]] = {
     "small_cnn": _small_cnn, "vgg9": _vgg9, "resnet16": _resnet16,
-    "resnet16_small": _resnet16_small,
+    "resnet16_small": _resnet16_small, "resnet20": _resnet20,
+    "resnet20_small": _resnet20_small,
 }
 
 
@@ -173,6 +185,29 @@ class BatchedNetwork:
         for key, grad in grads.items():
             state[key] -= step_size.view(-1, *[1] * (grad.dim() - 1)) * grad
         return logits
+
+    def per_example_grads(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
+                          residual_fn: Residual
+                          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Logits (R, B, K) and unclipped per-example gradients ``J_i^T residual_i``
+        ``{name: (R, B, *shape)}`` of run r's batch ``x[r]`` in evaluation mode (no dropout).
+
+        ``residual_fn`` receives the detached logits (R, B, K) and returns d loss_i / d logits_i
+        (R, B, K), as for :meth:`private_step`; one :class:`LayerTape` per run (one forward,
+        one backward). For steps that clip a combination of gradients, such as the SPIDER
+        difference ``Clip(grad g(w_t; xi) - grad g(w_{t-1}; xi))`` (spec 004 §4, Alg. 1 l. 13).
+        """
+        x = as_tensor(x)
+        module = self.module.to(x.device).eval()
+        tapes = [LayerTape(module, x[r], parameters={
+            k: v[r].detach().requires_grad_(True) for k, v in state.items()})
+            for r in range(x.shape[0])]
+        logits = torch.stack([tape.outputs.detach() for tape in tapes])
+        residual = residual_fn(logits)
+        per_run = [tape.per_example(residual[r]) for r, tape in enumerate(tapes)]
+        if len(per_run) == 1:  # a view: no copy of the (B, d) gradients
+            return logits, {k: per_run[0][k].unsqueeze(0) for k in state}
+        return logits, {k: torch.stack([g[k] for g in per_run]) for k in state}
 
     def clipped_grad_sum(self, state, x, y, mask, max_norm) -> dict[str, torch.Tensor]:
         """Sum over the unmasked examples of per-example cross-entropy gradients clipped to

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 import torch
@@ -185,6 +185,17 @@ class BatchedRelease:
            device: torch.device | str = "cpu") -> BatchedRelease:
         """Release ``name`` from every run's ``{name: Release}``."""
         return cls([plan[name] for plan in plans], device)
+
+    def shrunk(self, factor: torch.Tensor) -> BatchedRelease:
+        """This release with run r's contribution bound (hence its noise) multiplied by
+        ``factor[r]`` in (0, 1], a public function of already released values (the SPIDER
+        difference clips of paper 004, Thms. 6 and 8, tied to the iterate movement). The
+        noise multiplier is unchanged, so each release's event, and the plan's accounting,
+        is the planned one."""
+        factors = torch.clamp(torch.as_tensor(factor, dtype=torch.float64), 1e-12, 1.0)
+        return BatchedRelease([replace(release, sensitivity=release.sensitivity * f)
+                               for release, f in zip(self.releases, factors.tolist(),
+                                                     strict=True)], self.clip.device)
 
     def perturb(self, summed: Mapping[str, torch.Tensor] | torch.Tensor,
                 generators: Sequence[torch.Generator]):

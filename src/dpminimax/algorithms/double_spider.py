@@ -1,0 +1,232 @@
+"""DP Double-SPIDER (paper 004, Alg. 2) and the two DP baselines of its Table 3, on the KL dual
+reformulation Eq. (3), min over (x, eta) of L(x, eta) = lam mean(e^{(l_i - eta)/lam} - 1) + eta.
+
+One program, three schedules (spec 004 §2.2, §3):
+
+* ``dp_double_spider`` (Alg. 2): eta first, then x at the new eta, each from its own Poisson
+  batch; every ``period`` (q) steps an anchor (rate ``anchor_batch_size / n``, clip C), in
+  between SPIDER differences of the same examples at consecutive iterates (rate
+  ``batch_size / n``, clip ``min(c ||w_t - w_{t-1}||, 2C)``) accumulated on the last estimate.
+  Clipping is per example (the paper clips the batch mean, which bounds no sensitivity; §10.4).
+* ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022, the algorithm the paper means; spec §3.1): one
+  batch per step, x and eta clipped gradients at (x_t, eta_t), simultaneous steps.
+* ``privatediff_dro`` (PrivateDiff Minimax, Zhang et al. 2025c; spec §3.2): one batch per
+  step; the dual first (a fresh clipped gradient), then x by SPIDER with a restart (anchor)
+  every ``period`` steps (their default 2).
+
+The baselines are said to run on problem (2), whose dual p in the simplex is a per-example
+vector; its normalisation couples every example to every other, so no per-example bound holds
+for p kept as state. For KL, max over p of (2) equals min over eta of (3) (the duality of Sec. 3),
+so they run on (3) here, where eta (the multiplier of sum p = 1) is a released scalar and each
+example's contribution depends on its own data only. Every release is Gaussian with one noise
+multiplier, calibrated over the schedule's event (sampled Gaussians at two rates).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.dro_program import (
+    COMMON_CHECKS,
+    COMMON_PARAMETERS,
+    SHARED_PARAMETERS,
+    Draw,
+    DroProgram,
+    add_to,
+    calibrated_noise,
+    descend,
+    movement,
+    schedule_tree,
+    steps_and_periods,
+    subtract,
+)
+from dpminimax.algorithms.kl_dro import dual_weights
+from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
+from dpminimax.data import PreparedDataset
+from dpminimax.privacy.release import Release
+from dpminimax.tasks import DRO_CLASSIFICATION
+
+ANCHOR, DIFFERENCE = "anchor", "difference"
+
+
+class DualSpiderMethod(Method):
+    """A method on Eq. (3) defined by its step schedule (subclasses set the class flags)."""
+
+    paper: ClassVar[str] = "dpdro"
+    private: ClassVar[bool] = True
+    task = DRO_CLASSIFICATION
+    uses_sensitive_attribute: ClassVar[bool] = False
+    shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
+    #: Whether eta and x read separate batches (Alg. 2) or one batch per step.
+    separate_batches: ClassVar[bool] = False
+    #: Whether the dual (eta) estimate is a SPIDER (Alg. 2) or a fresh gradient every step.
+    dual_spider: ClassVar[bool] = False
+    #: Whether the x estimate is a SPIDER with anchors every ``period`` steps.
+    primal_spider: ClassVar[bool] = False
+    #: Whether x steps at the new eta (Alg. 2, PrivateDiff) or at the old one (DP-SGDA).
+    sequential: ClassVar[bool] = True
+    parameters: ClassVar[dict[str, Any]] = {
+        **COMMON_PARAMETERS, "lr": 0.1, "lr_dual": 0.1, "clip": 1.0, "clip_dual": 1.0,
+        "difference_clip": 5.0, "anchor_batch_size": 128, "period": 1, "lam": 1.0,
+        "lam0": 1e-3, "rho": 0.5}
+    checks: ClassVar[dict[str, Check]] = {
+        **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_dual": NON_NEGATIVE, "clip": CLIP,
+        "clip_dual": CLIP, "difference_clip": POSITIVE, "anchor_batch_size": COUNT,
+        "period": COUNT, "lam": POSITIVE, "lam0": POSITIVE, "rho": NON_NEGATIVE}
+
+    def schedule(self, period: int):
+        """Step t's draws: (rate, releases) for eta then x, or one shared draw."""
+        def draws(t: int) -> tuple[Draw, ...]:
+            dual = DIFFERENCE if self.dual_spider and t % period else ANCHOR
+            primal = DIFFERENCE if self.primal_spider and t % period else ANCHOR
+            if self.separate_batches:
+                return (Draw("anchor" if dual == ANCHOR else "step", (f"dual_{dual}",)),
+                        Draw("anchor" if primal == ANCHOR else "step", (f"x_{primal}",)))
+            return (Draw("step", (f"dual_{dual}", f"x_{primal}")),)
+        return draws
+
+    def _tree(self, params: dict[str, Any], n: int, sigma: float):
+        period = params["period"] if (self.dual_spider or self.primal_spider) else 1
+        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
+        releases = {
+            "dual_anchor": Release("dual_anchor", "gaussian", sigma, float(params["clip_dual"])),
+            "dual_difference": Release("dual_difference", "gaussian", sigma,
+                                       2.0 * float(params["clip_dual"])),
+            "x_anchor": Release("x_anchor", "gaussian", sigma, float(params["clip"])),
+            "x_difference": Release("x_difference", "gaussian", sigma,
+                                    2.0 * float(params["clip"]))}
+        rates = {"step": min(1.0, params["batch_size"] / n),
+                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
+        return (schedule_tree(self.schedule(period), period, periods, releases, rates),
+                steps, period, rates)
+
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """One Gaussian noise multiplier for every release of the schedule, calibrated to the
+        run's (epsilon, delta) over the derived event."""
+        params = self.resolve(run.params)
+        _, steps, period, rates = self._tree(params, n, 0.0)
+        key = (self.name, n, params["epochs"], params["batch_size"],
+               params["anchor_batch_size"], period)
+        sigma = self.calibrate(run, lambda: calibrated_noise(
+            key, lambda s: self._tree(params, n, s)[0], run.epsilon, run.delta,
+            params["accountant"]), 0.0)
+        tree, *_ = self._tree(params, n, sigma)
+        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
+                                      "sampling_rate": rates["step"],
+                                      "anchor_sampling_rate": rates["anchor"]},
+                               run.delta, params["accountant"])
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> DualSpiderProgram:
+        n = len(data.y_train)
+        _, steps, period, rates = self._tree(resolved[0], n, 0.0)
+        return DualSpiderProgram(self, data, runs, resolved, shared, plans, device,
+                                 rates=rates, steps=steps, period=period)
+
+
+class DualSpiderProgram(DroProgram):
+    """The batched program of a :class:`DualSpiderMethod` (Alg. 2's steps for R runs)."""
+
+    def __init__(self, method: DualSpiderMethod, data, runs, resolved, shared, plans, device, *,
+                 rates, steps: int, period: int) -> None:
+        first = resolved[0]
+        super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
+                         lam0=float(first["lam0"]), rho=float(first["rho"]))
+        self.method, self.schedule = method, method.schedule(period)
+        self.lr, self.lr_dual = self.column("lr"), self.column("lr_dual")
+        self.lam, self.c_diff = self.column("lam"), self.column("difference_clip")
+        # eta_0: the loss of a uniform prediction (public; spec §10.2 suggests the mean
+        # initial loss, which would read the data)
+        classes = max(2, self.model.num_classes)
+        self.eta = torch.full((len(runs),), math.log(classes), device=device)
+        self.previous: dict[str, torch.Tensor] | None = None
+        self.eta_before = self.eta.clone()      # eta_{t-1}, the dual difference's old point
+        self.x_eta_before = self.eta.clone()    # the eta the last x estimate was taken at
+        self.g = torch.zeros_like(self.eta)
+        self.v: dict[str, torch.Tensor] = {}
+
+    def extra_curve_values(self) -> dict[str, torch.Tensor]:
+        return {"eta": self.eta}
+
+    def _dual(self, batch, kind: str) -> torch.Tensor:
+        """Alg. 2 l. 4 / 6: grad_eta L_i = 1 - w_i, or its difference at (x_{t-1}, eta_{t-1})."""
+        now = dual_weights(self.losses(self.params, batch), self.eta, self.lam)
+        if kind == ANCHOR:
+            return self.release("dual_anchor", 1.0 - now, batch)
+        before = dual_weights(self.losses(self.previous, batch), self.eta_before, self.lam)
+        shift = movement(self.params, self.previous, self.eta - self.eta_before)
+        return self.g + self.release("dual_difference", before - now, batch,
+                                     self.difference_shrink("dual_difference", shift,
+                                                            self.c_diff))
+
+    def _primal(self, batch, kind: str, eta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Alg. 2 l. 10 / 12: grad_x L_i = w_i grad l_i at (x_t, eta), or its difference with
+        (x_{t-1}, eta of the last x estimate), same examples."""
+        _, now = self.weighted_gradients(self.params, batch,
+                                         lambda losses: dual_weights(losses, eta, self.lam))
+        if kind == ANCHOR:
+            return self.release("x_anchor", now, batch)
+        _, before = self.weighted_gradients(
+            self.previous, batch, lambda losses: dual_weights(losses, self.x_eta_before,
+                                                              self.lam))
+        shift = movement(self.params, self.previous, eta - self.x_eta_before)
+        return add_to(self.v, self.release("x_difference", subtract(now, before), batch,
+                                           self.difference_shrink("x_difference", shift,
+                                                                  self.c_diff)))
+
+    def step(self) -> None:
+        draws = self.schedule(self.t)
+        first = self.draw(draws[0].rate)
+        dual_kind = draws[0].releases[0].removeprefix("dual_")
+        primal_kind = draws[-1].releases[-1].removeprefix("x_")
+        self.g = self._dual(first, dual_kind)
+        new_eta = self.eta - self.lr_dual * self.g
+        at = new_eta if self.method.sequential else self.eta
+        batch = self.draw(draws[1].rate) if len(draws) > 1 else first
+        self.v = self._primal(batch, primal_kind, at)
+        self.previous, self.params = self.params, descend(self.params, self.v, self.lr)
+        self.eta_before, self.eta, self.x_eta_before = self.eta, new_eta, at
+        self.record()
+
+
+class DpDoubleSpider(DualSpiderMethod):
+    """DP Double-SPIDER (paper 004, Alg. 2; Thm. 1 / 6 privacy)."""
+
+    name: ClassVar[str] = "dp_double_spider"
+    label: ClassVar[str] = "DP Double-SPIDER"
+    separate_batches = True
+    dual_spider = True
+    primal_spider = True
+    parameters: ClassVar[dict[str, Any]] = {**DualSpiderMethod.parameters, "period": 10,
+                                            "anchor_batch_size": 1024}
+
+
+class DpSgdaDro(DualSpiderMethod):
+    """DP-SGDA (Yang et al. 2022; the baseline paper 004 cites as Rafique et al. 2022)."""
+
+    name: ClassVar[str] = "dp_sgda_dro"
+    label: ClassVar[str] = "DP-SGDA"
+    paper: ClassVar[str] = "Yang et al. 2022 (paper 004's DP-SGDA baseline)"
+    sequential = False
+
+
+class PrivateDiffDro(DualSpiderMethod):
+    """PrivateDiff Minimax (Zhang et al. 2025c), paper 004's second baseline."""
+
+    name: ClassVar[str] = "privatediff_dro"
+    label: ClassVar[str] = "PrivateDiff"
+    paper: ClassVar[str] = "Zhang et al. 2025c (paper 004's PrivateDiff baseline)"
+    primal_spider = True
+    parameters: ClassVar[dict[str, Any]] = {**DualSpiderMethod.parameters, "period": 2}
+
+
+NonPrivateDoubleSpider = nonprivate_twin(
+    DpDoubleSpider, "NonPrivateDoubleSpider", name="double_spider", label="Double-SPIDER",
+    doc="Alg. 2 without clipping or noise (epsilon = inf).",
+    fixed={"clip": math.inf, "clip_dual": math.inf})

@@ -1,0 +1,246 @@
+"""What paper 004's methods share (spec 004 §2-3): the step schedule and its release tree, Poisson
+batches, per-example gradients of a weighted loss, clipped and noised releases, and the curves.
+
+A method's step ``t`` makes one or more *draws*: a Poisson batch at the anchor or the step
+sampling rate and the releases computed from it (:class:`Draw`). The same schedule gives the
+plan's release tree (:func:`schedule_tree`) and drives the program, so what is accounted and
+what is noised cannot drift apart. SPIDER differences (Alg. 2 l. 6 and 12, Alg. 3 l. 13-14)
+clip each example's gradient difference at two iterates to ``min(c * ||w_t - w_{t-1}||,
+2 C)`` (spec §10.4): their release's bound is 2 C and is shrunk each step by that public
+factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dpminimax.algorithms.kl_dro import example_losses, loss_residuals
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    COUNT,
+    MODEL,
+    POSITIVE,
+    Check,
+)
+from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import training_rows
+from dpminimax.kernels.clip import clip_and_accumulate
+from dpminimax.kernels.gather import as_tensor, batch_values
+from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
+from dpminimax.metrics.imbalanced import CurveRecorder
+from dpminimax.models.network import batched_model
+from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, Repeat, plan_event
+from dpminimax.seeding import make_generator
+
+#: Parameters every paper-004 method has (the training budget, the model and the curves).
+COMMON_PARAMETERS: dict[str, Any] = {
+    "batch_size": 128, "epochs": 2.0, "accountant": "rdp", "model": "small_cnn",
+    "eval_every": 50, "curve_rows": 512}
+COMMON_CHECKS: dict[str, Check] = {
+    "batch_size": COUNT, "epochs": POSITIVE, "accountant": ACCOUNTANT, "model": MODEL,
+    "eval_every": COUNT, "curve_rows": COUNT}
+#: Parameters one batched program shares (sampling rates, step counts, shapes).
+SHARED_PARAMETERS = ("batch_size", "anchor_batch_size", "epochs", "period", "accountant",
+                     "model", "eval_every", "curve_rows")
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One Poisson batch of a step, at the ``rate`` named ("anchor" or "step"), and the names of
+    the releases made from it."""
+
+    rate: str
+    releases: tuple[str, ...]
+
+
+Schedule = Callable[[int], tuple[Draw, ...]]
+
+
+def schedule_tree(schedule: Schedule, period: int, periods: int,
+                  releases: Mapping[str, Release], rates: Mapping[str, float]) -> Part:
+    """The release tree of ``periods`` repetitions of steps 0..period-1 of ``schedule``:
+    consecutive identical draws become one ``Batch`` with a count."""
+    parts: list[Batch] = []
+    for t in range(period):
+        for draw in schedule(t):
+            batch = Batch(tuple(releases[name] for name in draw.releases), 1, rates[draw.rate])
+            last = parts[-1] if parts else None
+            if last is not None and (last.releases, last.sampling_rate) == (
+                    batch.releases, batch.sampling_rate):
+                parts[-1] = Batch(batch.releases, last.count + 1, batch.sampling_rate)
+            else:
+                parts.append(batch)
+    if len(parts) == 1:
+        only = parts[0]
+        return Batch(only.releases, only.count * periods, only.sampling_rate)
+    return Repeat(tuple(parts), periods)
+
+
+def steps_and_periods(epochs: float, n: int, batch_size: int, period: int) -> tuple[int, int]:
+    """T = ceil(epochs n / b) rounded up to whole periods (epochs count step batches)."""
+    periods = max(1, math.ceil(math.ceil(epochs * n / batch_size) / period))
+    return periods * period, periods
+
+
+#: Calibrated noise multipliers by (schedule key, epsilon, delta, accountant).
+_CALIBRATED: dict[tuple, float] = {}
+
+
+def calibrated_noise(key: tuple, make: Callable[[float], Part], epsilon: float, delta: float,
+                     accountant: str) -> float:
+    """The noise multiplier shared by every release of the tree ``make(sigma)`` with which it
+    meets (epsilon, delta), memoised on ``key`` (what determines the tree's shape)."""
+    full = (key, epsilon, delta, accountant)
+    if full not in _CALIBRATED:
+        _CALIBRATED[full] = calibrate_event_parameter(lambda sigma: plan_event(make(sigma)),
+                                                      epsilon, delta, accountant)
+    return _CALIBRATED[full]
+
+
+@dataclass
+class Minibatch:
+    """A drawn batch: inputs (R, B, ...), labels (R, B), mask (R, B) and its sampling rate."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    mask: torch.Tensor
+    rate: float
+
+
+class DroProgram:
+    """R runs of one paper-004 method on a batched model: sampling and noise streams, releases
+    by name, per-example gradients and the curves. Subclasses implement :meth:`step`."""
+
+    def __init__(self, data: PreparedDataset, runs: Sequence, resolved: Sequence[dict],
+                 shared: dict[str, Any], plans: Sequence, device: torch.device, *,
+                 rates: Mapping[str, float], steps: int, lam0: float, rho: float) -> None:
+        classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
+        self.model = batched_model(data, shared["model"],
+                                   num_classes=1 if data.kind == "tabular" and classes == 2
+                                   else classes)
+        self.rows = training_rows(data, device)
+        self.y = torch.as_tensor(data.y_train, device=device)
+        self.n = len(self.y)
+        seeds = [run.seed for run in runs]
+        self.params = self.model.init_state(len(seeds), device, seeds)
+        self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
+        self.noise = [make_generator(seed, "noise", device) for seed in seeds]
+        self.releases = {release.name: BatchedRelease([plan.release(release.name)
+                                                       for plan in plans], device)
+                         for release in _releases(plans[0])}
+        self.rates = dict(rates)
+        self.steps = steps
+        self.t = 0
+        self.device = device
+        self.resolved = resolved
+        self.curves = CurveRecorder(self.model, data, device, every=shared["eval_every"],
+                                    steps=steps, rows=shared["curve_rows"], lam0=lam0, rho=rho,
+                                    runs=len(seeds))
+
+    def column(self, name: str) -> torch.Tensor:
+        """The per-run values (R,) of the numeric parameter ``name``."""
+        return torch.tensor([float(p[name]) for p in self.resolved], device=self.device)
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.params
+
+    @property
+    def counters(self) -> list[dict[str, Any]]:
+        return self.curves.rows()
+
+    def draw(self, rate: str) -> Minibatch:
+        q = self.rates[rate]
+        index, mask = poisson_batches(self.n, q, self.sampling, device=self.y.device)
+        return Minibatch(as_tensor(self.rows.take(index)), batch_values(self.y, index), mask, q)
+
+    def losses(self, params: dict[str, torch.Tensor], batch: Minibatch) -> torch.Tensor:
+        """Per-example losses (R, B) at ``params`` (a forward pass only)."""
+        return example_losses(self.model.logits(params, batch.x), batch.y)
+
+    def weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
+                           weight: Callable[[torch.Tensor], torch.Tensor]
+                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Losses (R, B) and per-example gradients ``weight(l)_i grad l_i`` (R, B, ...) at
+        ``params`` (the weights are constants of the losses: Eq. (3)'s w_i, Eq. (5)'s
+        g_i / lam)."""
+        seen: dict[str, torch.Tensor] = {}
+
+        def residual(logits: torch.Tensor) -> torch.Tensor:
+            seen["losses"] = example_losses(logits, batch.y)
+            return weight(seen["losses"]).unsqueeze(-1) * loss_residuals(logits, batch.y)
+
+        _, grads = self.model.per_example_grads(params, batch.x, residual)
+        return seen["losses"], grads
+
+    def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
+                batch: Minibatch, shrink: torch.Tensor | None = None):
+        """The noisy mean estimate of release ``name``: per-example ``contributions``
+        ((R, B, ...) tensors, or one (R, B) scalar each) clipped to the release's bound
+        (times ``shrink``), summed, noised, divided by the expected batch size qn."""
+        release = self.releases[name]
+        if shrink is not None:
+            release = release.shrunk(shrink)
+        scalar = isinstance(contributions, torch.Tensor)
+        values = {"value": contributions.unsqueeze(-1)} if scalar else contributions
+        noisy = release.perturb(clip_and_accumulate(values, release.clip, batch.mask),
+                                self.noise)
+        mean = {k: v / expected_batch_size(self.n, batch.rate) for k, v in noisy.items()}
+        return mean["value"][:, 0] if scalar else mean
+
+    def difference_shrink(self, name: str, movement: torch.Tensor, factor: torch.Tensor
+                          ) -> torch.Tensor:
+        """``min(c ||w_t - w_{t-1}||, 2 C) / (2 C)`` (R,): the shrink of the difference release
+        ``name`` (bound 2 C) for the iterate movement (R,) and the per-run c (spec §10.4)."""
+        bound = self.releases[name].clip
+        return torch.where(torch.isinf(bound), torch.ones_like(bound),
+                           torch.clamp(factor * movement / bound, max=1.0))
+
+    def record(self) -> None:
+        """Advance the step counter and record the curves when due."""
+        self.t += 1
+        self.curves.maybe_record(self.t, self.params, self.extra_curve_values())
+
+    def extra_curve_values(self) -> dict[str, torch.Tensor]:
+        """Per-run scalars (R,) the method adds to its curves (its dual variable)."""
+        return {}
+
+
+def movement(now: Mapping[str, torch.Tensor], before: Mapping[str, torch.Tensor],
+             *scalars: torch.Tensor) -> torch.Tensor:
+    """||(x_t - x_{t-1}, scalar changes)|| per run (R,)."""
+    total = sum((now[k] - before[k]).flatten(start_dim=1).square().sum(dim=1) for k in now)
+    for change in scalars:
+        total = total + change.square()
+    return total.sqrt()
+
+
+def subtract(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
+             ) -> dict[str, torch.Tensor]:
+    return {k: a[k] - b[k] for k in a}
+
+
+def add_to(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
+           ) -> dict[str, torch.Tensor]:
+    return {k: a[k] + b[k] for k in a}
+
+
+def descend(params: dict[str, torch.Tensor], direction: Mapping[str, torch.Tensor],
+            lr: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``params - lr_r * direction`` (a new dict; ``params`` is kept as the previous iterate)."""
+    return {k: v - lr.view(-1, *[1] * (v.dim() - 1)) * direction[k] for k, v in params.items()}
+
+
+def _releases(plan) -> list[Release]:
+    from dpminimax.privacy.release import releases_of
+
+    seen: dict[str, Release] = {}
+    for release in releases_of(plan.releases):
+        seen.setdefault(release.name, release)
+    return list(seen.values())

@@ -1,0 +1,248 @@
+"""DP Recursive-SPIDER (paper 004, Alg. 3) and SCDRO (Qi et al. 2022, the non-private row of
+Table 3), on the KL-constrained compositional problem Eq. (5): min over (x, lam >= lam0) of
+Psi = lam log(g_2) + lam rho with g_2 = mean e^{l_i / lam}.
+
+Per step, from one Poisson batch (spec 004 §2.3 with the fixes of §10.3):
+
+* v (estimate of grad_x g_2) and u (of grad_lam g_2): every ``period`` steps an anchor of
+  per-example clipped gradients (clips C1, C3), otherwise the SPIDER accumulation of clipped
+  per-example differences at w_t and w_{t-1} (typo 1: the printed lines 13-14 drop + v_{t-1});
+  difference clips min(c ||w_t - w_{t-1}||, 2C) (Thm. 8's bounds, §10.4);
+* s (estimate of g_2): STORM, s_t = mean clip(g(w_t)) + (1 - beta)(s_{t-1} - mean
+  clip(g(w_{t-1}))) + noise (typo 2: the printed line 16 evaluates both terms at w_t); each
+  example's term is in [-(1 - beta) C5, C5], so the release's bound is C5;
+* z = ((lam / s) v, (lam / s) u + log s + rho) (typo 5: grad f(s) is lam / s), x -= lr z_x,
+  lam -= lr_lam z_lam projected on [lam0, inf) (typo 4).
+
+g is kept in units of e^m for a shift m updated from the released s (m += log s after each
+step: post-processing, so public), which keeps e^{l/lam} finite (§10.3; the SCDRO code's
+max-loss shift reads the data). One noise multiplier for every release, calibrated over the
+schedule's event. ``scdro`` is the same program without noise or clipping and with moving
+averages (the SCDRO code's ``SCCMA``: s, v, u <- (1 - beta) old + beta new) in place of SPIDER.
+v, u and s share their batch (the paper draws B1..B4 and xi_0 separately): composed inside one
+sampling event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.dro_program import (
+    COMMON_CHECKS,
+    COMMON_PARAMETERS,
+    SHARED_PARAMETERS,
+    Draw,
+    DroProgram,
+    add_to,
+    calibrated_noise,
+    descend,
+    movement,
+    schedule_tree,
+    steps_and_periods,
+    subtract,
+)
+from dpminimax.algorithms.kl_dro import compositional_terms
+from dpminimax.algorithms.params import (
+    CLIP,
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    Check,
+    one_of,
+)
+from dpminimax.data import PreparedDataset
+from dpminimax.privacy.release import Release
+from dpminimax.tasks import DRO_CLASSIFICATION
+
+#: Floor of s in units of e^m (s estimates a mean of positive terms; noise can push it below).
+S_FLOOR = 1e-3
+
+
+class DpRecursiveSpider(Method):
+    """DP Recursive-SPIDER (paper 004, Alg. 3; Thm. 3 / 8 privacy)."""
+
+    name: ClassVar[str] = "dp_recursive_spider"
+    label: ClassVar[str] = "DP Recursive-SPIDER"
+    paper: ClassVar[str] = "dpdro"
+    private: ClassVar[bool] = True
+    task = DRO_CLASSIFICATION
+    uses_sensitive_attribute: ClassVar[bool] = False
+    shared_parameters: ClassVar[tuple[str, ...]] = (*SHARED_PARAMETERS, "estimator")
+    parameters: ClassVar[dict[str, Any]] = {
+        **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 1e-3, "lam_init": 5.0, "lam0": 1e-3,
+        "rho": 0.5, "clip": 1.0, "clip_lam": 1.0, "clip_s": 3.0, "difference_clip": 5.0,
+        "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
+    checks: ClassVar[dict[str, Check]] = {
+        **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_lam": NON_NEGATIVE, "lam_init": POSITIVE,
+        "lam0": POSITIVE, "rho": NON_NEGATIVE, "clip": CLIP, "clip_lam": CLIP, "clip_s": CLIP,
+        "difference_clip": POSITIVE, "beta": POSITIVE, "period": COUNT,
+        "anchor_batch_size": COUNT, "estimator": one_of("spider", "momentum")}
+
+    @staticmethod
+    def schedule(period: int, estimator: str):
+        def draws(t: int) -> tuple[Draw, ...]:
+            if estimator == "momentum":
+                return (Draw("step", ("v_anchor", "u_anchor", "s")),)
+            if t % period == 0:
+                return (Draw("anchor", ("v_anchor", "u_anchor", "s")),)
+            return (Draw("step", ("v_difference", "u_difference", "s")),)
+        return draws
+
+    def _tree(self, params: dict[str, Any], n: int, sigma: float):
+        period = params["period"] if params["estimator"] == "spider" else 1
+        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
+        clip, clip_lam = float(params["clip"]), float(params["clip_lam"])
+        releases = {
+            "v_anchor": Release("v_anchor", "gaussian", sigma, clip),
+            "u_anchor": Release("u_anchor", "gaussian", sigma, clip_lam),
+            "v_difference": Release("v_difference", "gaussian", sigma, 2.0 * clip),
+            "u_difference": Release("u_difference", "gaussian", sigma, 2.0 * clip_lam),
+            "s": Release("s", "gaussian", sigma, float(params["clip_s"]))}
+        rates = {"step": min(1.0, params["batch_size"] / n),
+                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
+        tree = schedule_tree(self.schedule(period, params["estimator"]), period, periods,
+                             releases, rates)
+        return tree, steps, period, rates
+
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """One Gaussian noise multiplier for v, u and s of every step, calibrated to the
+        run's (epsilon, delta) over the derived event."""
+        params = self.resolve(run.params)
+        _, steps, period, rates = self._tree(params, n, 0.0)
+        key = (self.name, n, params["epochs"], params["batch_size"],
+               params["anchor_batch_size"], period, params["estimator"])
+        sigma = self.calibrate(run, lambda: calibrated_noise(
+            key, lambda s: self._tree(params, n, s)[0], run.epsilon, run.delta,
+            params["accountant"]), 0.0)
+        tree, *_ = self._tree(params, n, sigma)
+        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
+                                      "sampling_rate": rates["step"],
+                                      "anchor_sampling_rate": rates["anchor"]},
+                               run.delta, params["accountant"])
+
+    def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> RecursiveSpiderProgram:
+        _, steps, period, rates = self._tree(resolved[0], len(data.y_train), 0.0)
+        return RecursiveSpiderProgram(data, runs, resolved, shared, plans, device, rates=rates,
+                                      steps=steps, schedule=self.schedule(
+                                          period, shared["estimator"]),
+                                      momentum=shared["estimator"] == "momentum")
+
+
+class RecursiveSpiderProgram(DroProgram):
+    """Alg. 3's steps (or SCDRO's) for R runs."""
+
+    def __init__(self, data, runs, resolved, shared, plans, device, *, rates, steps: int,
+                 schedule, momentum: bool) -> None:
+        first = resolved[0]
+        super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
+                         lam0=float(first["lam0"]), rho=float(first["rho"]))
+        self.schedule, self.momentum = schedule, momentum
+        self.lr, self.lr_lam = self.column("lr"), self.column("lr_lam")
+        self.lam0, self.rho = self.column("lam0"), self.column("rho")
+        self.beta, self.c_diff = self.column("beta"), self.column("difference_clip")
+        self.clip_s = self.column("clip_s")
+        self.lam = self.column("lam_init")
+        # m_0: the exponent of a uniform prediction's loss (public)
+        self.shift = math.log(max(2, self.model.num_classes)) / self.lam
+        self.previous: dict[str, torch.Tensor] | None = None
+        self.lam_before = self.lam.clone()
+        self.s = torch.ones_like(self.lam)
+        self.u = torch.zeros_like(self.lam)
+        self.v: dict[str, torch.Tensor] = {}
+
+    def extra_curve_values(self) -> dict[str, torch.Tensor]:
+        return {"lambda": self.lam}
+
+    def _terms(self, params, lam, batch):
+        """Losses, (g_i, grad_lam g_i) and per-example grad_x g_i = (g_i / lam) grad l_i."""
+        def weight(losses):
+            return compositional_terms(losses, lam, self.shift)[0] / lam.unsqueeze(-1)
+        losses, grads = self.weighted_gradients(params, batch, weight)
+        g, g_lam = compositional_terms(losses, lam, self.shift)
+        return g, g_lam, grads
+
+    def _average(self, old, new):
+        """SCDRO's moving average (1 - beta) old + beta new (new alone at the first step)."""
+        if self.t == 0:
+            return new
+        if isinstance(new, torch.Tensor):
+            return (1 - self.beta) * old + self.beta * new
+        b = self.beta
+        return {k: (1 - b.view(-1, *[1] * (v.dim() - 1))) * old[k]
+                + b.view(-1, *[1] * (v.dim() - 1)) * v for k, v in new.items()}
+
+    def step(self) -> None:
+        draw = self.schedule(self.t)[0]
+        batch = self.draw(draw.rate)
+        g, g_lam, grads = self._terms(self.params, self.lam, batch)
+        capped = torch.minimum(g, self.clip_s.unsqueeze(-1))
+        if self.previous is not None and not self.momentum:
+            g_old, g_lam_old, grads_old = (self._terms(self.previous, self.lam_before, batch)
+                                           if "v_difference" in draw.releases else
+                                           (*self._old_values(batch), None))
+        if self.momentum:
+            self.v = self._average(self.v, self.release("v_anchor", grads, batch))
+            self.u = self._average(self.u, self.release("u_anchor", g_lam, batch))
+            self.s = self._average(self.s, self.release("s", capped, batch))
+        else:
+            if "v_anchor" in draw.releases:
+                self.v = self.release("v_anchor", grads, batch)
+                self.u = self.release("u_anchor", g_lam, batch)
+            else:
+                shrink = self.difference_shrink(
+                    "v_difference", movement(self.params, self.previous,
+                                             self.lam - self.lam_before), self.c_diff)
+                self.v = add_to(self.v, self.release("v_difference",
+                                                     subtract(grads, grads_old), batch, shrink))
+                shrink = self.difference_shrink(
+                    "u_difference", movement(self.params, self.previous,
+                                             self.lam - self.lam_before), self.c_diff)
+                self.u = self.u + self.release("u_difference", g_lam - g_lam_old, batch,
+                                               shrink)
+            if self.previous is None:
+                self.s = self.release("s", capped, batch)
+            else:
+                keep = (1 - self.beta).unsqueeze(-1)
+                correction = capped - keep * torch.minimum(g_old, self.clip_s.unsqueeze(-1))
+                self.s = (1 - self.beta) * self.s + self.release("s", correction, batch)
+        self._update()
+        self.record()
+
+    def _old_values(self, batch):
+        """(g_i, grad_lam g_i) at w_{t-1} for the STORM correction (a forward pass only)."""
+        return compositional_terms(self.losses(self.previous, batch), self.lam_before,
+                                   self.shift)
+
+    def _update(self) -> None:
+        """w_{t+1} = w_t - lr z_t, lam projected on [lam0, inf); then the public shift
+        m += log s rescales s, v, u to units of the new e^m."""
+        s = torch.clamp(self.s, min=S_FLOOR)
+        ratio = self.lam / s
+        z_x = {k: ratio.view(-1, *[1] * (v.dim() - 1)) * v for k, v in self.v.items()}
+        z_lam = ratio * self.u + torch.log(s) + self.shift + self.rho
+        self.previous, self.params = self.params, descend(self.params, z_x, self.lr)
+        self.lam_before = self.lam
+        self.lam = torch.maximum(self.lam - self.lr_lam * z_lam, self.lam0)
+        self.shift = self.shift + torch.log(s)
+        self.s = self.s / s
+        self.u = self.u / s
+        self.v = {k: v / s.view(-1, *[1] * (v.dim() - 1)) for k, v in self.v.items()}
+
+
+Scdro = nonprivate_twin(
+    DpRecursiveSpider, "Scdro", name="scdro", label="SCDRO (non-private)",
+    doc="SCDRO (Qi et al. 2022, SCCMA): Eq. (5) with moving averages, no clipping or noise.",
+    fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf,
+           "estimator": "momentum"})
+Scdro.paper = "Qi et al. 2022 (paper 004's non-private SCDRO row)"
+NonPrivateRecursiveSpider = nonprivate_twin(
+    DpRecursiveSpider, "NonPrivateRecursiveSpider", name="recursive_spider",
+    label="Recursive-SPIDER", doc="Alg. 3 without clipping or noise (epsilon = inf).",
+    fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf})

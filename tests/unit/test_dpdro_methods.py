@@ -1,0 +1,176 @@
+"""Paper 004's methods (issue #20): exact KL-DRO answers, schedules and release trees, the
+difference clips, and the noise that reaches the iterates."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+from toydata import toy_dataset
+
+from dpminimax.algorithms import get_method
+from dpminimax.algorithms.base import RunSpec
+from dpminimax.algorithms.kl_dro import best_lambda, psi
+from dpminimax.privacy.release import Batch, Repeat
+
+N, RHO, LAM0 = 400, 0.5, 1e-3
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """A logistic regression whose KL-DRO optimum (Eq. (5)) is found by L-BFGS-B."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(N, 3))
+    groups = rng.integers(0, 2, N)
+    y = (x @ np.array([1.0, -0.5, 0.3]) + 0.8 * rng.normal(size=N) > 0.5).astype(int)
+    design = np.c_[x, np.ones(N)]
+
+    def objective(v):
+        z = design @ v[:-1]
+        scaled = (np.logaddexp(0, z) - y * z) / v[-1]
+        top = scaled.max()
+        return v[-1] * (top + np.log(np.mean(np.exp(scaled - top)))) + v[-1] * RHO
+
+    best = minimize(objective, np.r_[np.zeros(4), 1.0], method="L-BFGS-B",
+                    bounds=[(None, None)] * 4 + [(LAM0, None)],
+                    options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000})
+    assert 0.01 < best.x[-1] < 1  # an interior lam*: the KL ball's constraint is active
+    return toy_dataset(x, y, groups), best.x
+
+
+def _weights(fit) -> np.ndarray:
+    return np.r_[fit.state["weight"][0, 0].numpy(), fit.state["bias"][0].numpy()]
+
+
+def _fit(name, data, epsilon=math.inf, seeds=(0,), **params):
+    base = {"model": "logistic_regression", "batch_size": N, "anchor_batch_size": N,
+            "eval_every": 10_000, "curve_rows": N}
+    method = get_method(name)
+    runs = [RunSpec(seed, epsilon, 1e-5, {k: v for k, v in {**base, **params}.items()
+                                          if k in method.parameters}) for seed in seeds]
+    return method, method.fit(data, runs, CPU)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("recursive_spider", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0,
+                          "period": 5, "epochs": 700}),
+    ("scdro", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0, "epochs": 700}),
+])
+def test_noiseless_compositional_methods_reach_the_kl_dro_optimum(problem, name, params):
+    """Eq. (5) on full batches: (x, lam) -> the convex optimum (float32 arithmetic)."""
+    data, best = problem
+    _, fit = _fit(name, data, **params)
+    np.testing.assert_allclose(_weights(fit), best[:-1], atol=2e-4)
+    curve = json.loads(fit.counters[0]["curve"])
+    assert curve[-1]["lambda"] == pytest.approx(best[-1], rel=1e-3)
+    assert curve[-1]["dro_gradient_norm"] < 1e-4
+
+
+def test_noiseless_double_spider_reaches_the_penalised_optimum(problem):
+    """Eq. (3) at lam = lam*: min over (x, eta) has the same x* as Eq. (5) (envelope)."""
+    data, best = problem
+    _, fit = _fit("double_spider", data, lr=0.2, lr_dual=0.05, lam=float(best[-1]),
+                  period=5, epochs=700)
+    np.testing.assert_allclose(_weights(fit), best[:-1], atol=2e-4)
+
+
+def test_best_lambda_minimises_psi():
+    losses = torch.tensor([[0.1, 0.5, 2.0, 0.3], [1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)
+    lam = best_lambda(losses, LAM0, RHO)
+    for r in range(2):
+        grid = torch.logspace(-3, 3, 4001, dtype=torch.float64)
+        values = psi(losses[r].expand(len(grid), -1), grid, RHO)
+        assert float(psi(losses[r:r + 1], lam[r:r + 1], RHO)) <= float(values.min()) + 1e-9
+    assert float(lam[1]) == LAM0  # equal losses: Psi = lam (l + rho) is smallest at lam0
+
+
+def _shape(part):
+    if isinstance(part, Batch):
+        return ("batch", tuple(r.name for r in part.releases), part.count, part.sampling_rate)
+    return ("repeat", tuple(_shape(p) for p in part.parts), part.count)
+
+
+def test_schedules_give_the_release_trees_of_the_paper():
+    """Alg. 2: per period of q, anchors for eta then x (rate b1 / n), then q - 1 pairs of
+    differences (rate b / n); DP-SGDA: one batch of both gradients per step; PrivateDiff: the
+    dual every step, x anchored every ``period`` steps; Alg. 3: v, u, s from one batch."""
+    common = {"batch_size": 10, "anchor_batch_size": 40, "epochs": 1.0, "period": 4}
+    run = RunSpec(0, 1.0, 1e-5, common)
+    ds = get_method("dp_double_spider").plan(run, 200, None).releases
+    pair = (("batch", ("dual_difference",), 1, 0.05), ("batch", ("x_difference",), 1, 0.05))
+    assert _shape(ds) == ("repeat", (("batch", ("dual_anchor",), 1, 0.2),
+                                     ("batch", ("x_anchor",), 1, 0.2), *pair * 3), 5)
+    sgda = get_method("dp_sgda_dro").plan(run, 200, None).releases
+    assert _shape(sgda) == ("batch", ("dual_anchor", "x_anchor"), 20, 0.05)
+    diff = get_method("privatediff_dro").plan(run, 200, None).releases
+    assert _shape(diff) == ("repeat", (("batch", ("dual_anchor", "x_anchor"), 1, 0.05),
+                                       ("batch", ("dual_anchor", "x_difference"), 3, 0.05)), 5)
+    rs = get_method("dp_recursive_spider").plan(run, 200, None).releases
+    assert _shape(rs) == ("repeat", (
+        ("batch", ("v_anchor", "u_anchor", "s"), 1, 0.2),
+        ("batch", ("v_difference", "u_difference", "s"), 3, 0.05)), 5)
+    assert isinstance(rs, Repeat)
+
+
+def test_every_release_shares_one_calibrated_noise_multiplier():
+    plan = get_method("dp_double_spider").plan(RunSpec(0, 1.0, 1e-5, {"epochs": 1.0}), 5000)
+    from dpminimax.privacy.release import releases_of
+    multipliers = {r.noise_multiplier for r in releases_of(plan.releases)}
+    assert len(multipliers) == 1 and multipliers.pop() > 0
+    assert plan.record["epsilon"] == pytest.approx(1.0, rel=1e-3)
+
+
+def test_difference_clips_follow_the_iterate_movement(problem, monkeypatch):
+    """Each difference release is clipped (and noised) at min(c ||w_t - w_{t-1}||, 2C)."""
+    from dpminimax.algorithms import dro_program
+    from dpminimax.privacy.release import BatchedRelease
+
+    data, _ = problem
+    seen = []
+    original = dro_program.DroProgram.difference_shrink
+
+    def spy(self, name, movement, factor):
+        shrink = original(self, name, movement, factor)
+        seen.append((name, movement.clone(), factor.clone(), shrink.clone(),
+                     self.releases[name].clip.clone()))
+        return shrink
+
+    made = []
+    perturb = BatchedRelease.perturb
+
+    def record(release, summed, generators):
+        made.append((release.name, release.clip.clone(), release.noise_std.clone()))
+        return perturb(release, summed, generators)
+
+    monkeypatch.setattr(dro_program.DroProgram, "difference_shrink", spy)
+    monkeypatch.setattr(BatchedRelease, "perturb", record)
+    _fit("dp_double_spider", data, epsilon=2.0, seeds=(0, 1), batch_size=20,
+         anchor_batch_size=40, epochs=0.5, period=5, difference_clip=3.0, clip=0.5)
+    assert seen
+    for _, movement, factor, shrink, bound in seen:
+        expected = torch.clamp(factor * movement, max=bound) / bound
+        torch.testing.assert_close(shrink, expected)
+    differences = [(clip, std) for name, clip, std in made if name.endswith("_difference")]
+    assert differences and all(float(clip.max()) <= 1.0 + 1e-6 for clip, _ in differences)
+    ratios = {round(float(std[r] / clip[r]), 6) for clip, std in differences for r in range(2)}
+    assert len(ratios) == 1  # one noise multiplier: noise shrinks with the clip
+
+
+@pytest.mark.parametrize("name", ["dp_sgda_dro", "dp_double_spider", "privatediff_dro"])
+def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(problem, name):
+    """With a large clip the first x step is dominated by its noise: the step's spread over
+    parameters and runs is lr sigma C / (q n) (the noise of the SUM, divided once)."""
+    data, _ = problem
+    clip, lr, batch = 50.0, 0.1, 20
+    method, fit = _fit(name, data, epsilon=1.0, seeds=tuple(range(16)), batch_size=batch,
+                       anchor_batch_size=batch, epochs=batch / N, period=1, clip=clip,
+                       lr=lr)
+    sigma = fit.resolved_params[0]["noise_multiplier"]
+    moved = torch.cat([fit.state["weight"].flatten(), fit.state["bias"].flatten()])
+    planned = lr * sigma * clip / batch
+    assert float(moved.std()) == pytest.approx(planned, rel=0.25)
