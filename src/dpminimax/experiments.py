@@ -220,7 +220,7 @@ def expand_jobs(
                         raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
                                     tuple(int(s) for s in seeds), job_params, scale, tuned,
-                                    attacked=not on_problems))
+                                    attacked=method.task.attacked and not on_problems))
     return jobs
 
 

@@ -81,9 +81,17 @@ def test_slurm_dry_run_asks_for_the_cluster_resources_and_a_gpu_for_paper_networ
         assert int(res["runtime"]) >= 60 and int(res["mem_mb"]) >= 2000, job
         assert res.get("gpu", "0") == "0", job
 
+    # paper 004's jobs (their task runs its own attack): ResNet20 on one GPU at the paper scale
+    unattacked = [job for job in jobs if job["rule"] == "train_unattacked"]
+    assert unattacked
+    for job in unattacked:
+        res = job["resources"]
+        assert res["gpu"] == "1", job
+        assert int(res["runtime"]) >= 720 and int(res["mem_mb"]) >= 16000, job
+
     # every other rule: the slurm profile's values, not the local defaults (mem_mb=1000, none)
     for job in jobs:
-        if job["rule"] in ("train", "train_problem", "all"):
+        if job["rule"] in ("train", "train_unattacked", "train_problem", "all"):
             continue
         want = _profile_resources(job["rule"])
         got = {key: int(job["resources"][key]) for key in want}

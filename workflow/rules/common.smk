@@ -10,6 +10,7 @@ from dpminimax.experiments import (
     load_experiments,
     select_experiments,
 )
+from dpminimax.algorithms import METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.provenance import (
@@ -112,6 +113,19 @@ def problem_pattern(included):
     names = "|".join(sorted(SYNTHETIC_PROBLEMS))
     # the lookahead ends at the path separator after the wildcard (or the end of the string)
     return f"(?:{names})" if included else f"(?!(?:{names})(?:/|$))[a-z0-9_-]+"
+
+
+#: Methods trained on datasets whose task is not attacked (paper 004's: their task runs its
+#: own attack, Table 2's): rule ``train_unattacked`` trains them.
+UNATTACKED_METHODS = sorted(name for name, cls in METHODS.items()
+                            if not cls.task.attacked and not cls.task.draws_data)
+
+
+def method_pattern(attacked):
+    """A wildcard pattern matching the methods of rule ``train`` (``attacked``) or those of rule
+    ``train_unattacked``."""
+    names = "|".join(UNATTACKED_METHODS)
+    return f"(?!(?:{names})(?:/|$))[a-z0-9_]+" if attacked else f"(?:{names})"
 
 
 def reported_baselines(paper):

@@ -75,7 +75,7 @@ class DpRecursiveSpider(Method):
     shared_parameters: ClassVar[tuple[str, ...]] = (*SHARED_PARAMETERS, "estimator")
     parameters: ClassVar[dict[str, Any]] = {
         **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 1e-3, "lam_init": 5.0, "lam0": 1e-3,
-        "rho": 0.5, "clip": 1.0, "clip_lam": 1.0, "clip_s": 3.0, "difference_clip": 5.0,
+        "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0, "difference_clip": 5.0,
         "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
     checks: ClassVar[dict[str, Check]] = {
         **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_lam": NON_NEGATIVE, "lam_init": POSITIVE,

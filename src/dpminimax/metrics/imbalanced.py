@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpminimax.algorithms.kl_dro import best_lambda, dro_weights, example_losses, loss_residuals
+from dpminimax.algorithms.kl_dro import (
+    best_lambda,
+    dro_weights,
+    example_losses,
+    loss_residuals,
+    psi,
+)
 from dpminimax.data.inputs import split_inputs
 from dpminimax.metrics.classification import roc_auc
 
@@ -30,6 +36,8 @@ def imbalanced_report(y_true: np.ndarray, logits: np.ndarray) -> dict[str, float
     binary AUC of the positive score and F1 of the positive class; for K > 2 the macro
     one-vs-rest AUC and macro F1 (spec §10.19)."""
     y_true = np.asarray(y_true).astype(int)
+    if not np.isfinite(logits).all():  # a diverged run: no metric, not an error
+        return {"test_accuracy": float("nan"), "test_auc": float("nan"), "test_f1": float("nan")}
     if logits.shape[1] <= 2:
         scores = logits[:, 0] if logits.shape[1] == 1 else logits[:, 1] - logits[:, 0]
         predicted = (scores > 0).astype(int)
@@ -56,10 +64,12 @@ def f1(actual: np.ndarray, predicted: np.ndarray) -> float:
 def dro_gradient_norm(model, params: Mapping[str, torch.Tensor], x: torch.Tensor,
                       y: torch.Tensor, lam0: float, rho: float
                       ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(||grad_x Phi(x)||, lam*)`` (R,) on the rows ``x`` (m, ...), ``y`` (m,): p =
-    softmax(l / lam*) and grad = sum_i p_i grad l_i (spec §6 "Gradient norm")."""
+    """``(||grad_x Phi(x)||, lam*, Phi(x))`` (R,) on the rows ``x`` (m, ...), ``y`` (m,): p =
+    softmax(l / lam*), grad = sum_i p_i grad l_i (spec §6 "Gradient norm") and Phi(x) =
+    Psi(x, lam*), the KL-DRO objective Eq. (5)."""
     losses = model.losses(params, x, y)
     lam = best_lambda(losses, lam0, rho).to(losses.dtype)
+    objective = psi(losses.double(), lam.double(), rho)
     weights = dro_weights(losses, lam)
     runs = losses.shape[0]
     total: dict[str, torch.Tensor] = {}
@@ -75,7 +85,7 @@ def dro_gradient_norm(model, params: Mapping[str, torch.Tensor], x: torch.Tensor
         for key, value in grads.items():
             total[key] = total.get(key, 0) + value.sum(dim=1)
     squared = sum(v.flatten(start_dim=1).square().sum(dim=1) for v in total.values())
-    return squared.sqrt(), lam
+    return squared.sqrt(), lam, objective
 
 
 class CurveRecorder:
@@ -98,20 +108,22 @@ class CurveRecorder:
         if step % self.every and step != self.steps:
             return
         logits = self.model.logits(params, self.x_test).cpu().numpy()
-        norm, lam = dro_gradient_norm(self.model, params, self.x_train, self.y_train,
+        norm, lam, objective = dro_gradient_norm(self.model, params, self.x_train, self.y_train,
                                       self.lam0, self.rho)
         train_loss = example_losses(self.model.logits(params, self.x_train),
                                     self.y_train).mean(dim=1)
         for r, history in enumerate(self.history):
             point = {"step": step, **imbalanced_report(self.y_test, logits[r]),
                      "dro_gradient_norm": float(norm[r]), "dro_lambda": float(lam[r]),
+                     "dro_objective": float(objective[r]),
                      "train_loss": float(train_loss[r])}
             point.update({k: float(v[r]) for k, v in extra.items()})
             history.append(point)
 
     def rows(self) -> list[dict[str, Any]]:
         """Per run: the last point's gradient norm and the whole curve (JSON)."""
-        return [{"dro_gradient_norm": h[-1]["dro_gradient_norm"] if h else float("nan"),
+        last = ("dro_gradient_norm", "dro_objective")
+        return [{**{key: h[-1][key] if h else float("nan") for key in last},
                  "curve": json.dumps(h)} for h in self.history]
 
 

@@ -45,9 +45,11 @@ Residual = Callable[[torch.Tensor], torch.Tensor]
 
 
 def _small_cnn(input_shape: Sequence[int], num_classes: int) -> nn.Module:
-    if tuple(input_shape[1:]) != (28, 28):
-        raise ValueError(f"small_cnn takes 28x28 images, got input shape {tuple(input_shape)}")
-    return SmallCNN(in_channels=input_shape[0], num_classes=num_classes)
+    if tuple(input_shape[1:]) not in ((28, 28), (32, 32)):
+        raise ValueError(f"small_cnn takes 28x28 or 32x32 images, got input shape "
+                         f"{tuple(input_shape)}")
+    return SmallCNN(in_channels=input_shape[0], num_classes=num_classes,
+                    input_size=input_shape[-1])
 
 
 def _vgg9(input_shape: Sequence[int], num_classes: int) -> nn.Module:

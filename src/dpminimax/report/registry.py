@@ -18,6 +18,7 @@ import pandas as pd
 from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
 from dpminimax.report.constraint_value import value_column, with_constraint_values
+from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy
 from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
@@ -118,6 +119,13 @@ FIGURES: dict[str, Drawer] = {
                                          against="epsilon", reference=BILEVEL_RATE),
     "inner_error_vs_n": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
                               reference=INNER_RATE),
+    # DP-DRO (spec 004 §7): Figs. 1-3, curves over training at ε = 1, SCDRO dashed
+    "dro_gradient_norm_curves": lambda table, req: draw_curves(            # DP-DRO Fig. 1
+        table, "dro_gradient_norm_curves", list(req.out_paths)),
+    "dro_auc_curves": lambda table, req: draw_curves(                      # DP-DRO Fig. 2
+        table, "dro_auc_curves", list(req.out_paths)),
+    "dro_f1_curves": lambda table, req: draw_curves(                       # DP-DRO Fig. 3
+        table, "dro_f1_curves", list(req.out_paths)),
 }
 
 
@@ -135,6 +143,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "gradient_mapping_norm", predicted=BILEVEL_RATE),
     "slopes_inner_error": lambda table: slopes_table(table, "inner_error_max",
                                                      predicted=INNER_RATE),
+    "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
+    "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }
 
 
