@@ -174,3 +174,29 @@ def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(pro
     moved = torch.cat([fit.state["weight"].flatten(), fit.state["bias"].flatten()])
     planned = lr * sigma * clip / batch
     assert float(moved.std()) == pytest.approx(planned, rel=0.25)
+
+
+def test_the_paper_grid_scales_and_deltas():
+    """papers/dpdro/experiments.yaml: every job is trained without the shared attack stage
+    (its task runs Table 2's attack), CPU networks below the paper scale, ResNet20 on a GPU at
+    it; delta is at most n^-1.1 for every dataset of its experiment."""
+    from pathlib import Path
+
+    from dpminimax.experiments import expand_jobs, load_experiments
+
+    spec = load_experiments(Path(__file__).parents[2] / "papers/dpdro/experiments.yaml")
+    sizes = {"mnist-st": 33_995, "fashion-mnist-st": 33_333, "cifar10-st": 25_500,
+             "celeba-blond": 162_770}
+    for scale in ("smoke", "default", "quick", "paper"):
+        jobs = expand_jobs(spec, scale)
+        assert jobs and not any(job.attacked for job in jobs)
+        assert all(job.delta <= sizes[job.dataset] ** -1.1 * (1 + 1e-3) for job in jobs)
+        models = {job.params.get("model", "small_cnn") for job in jobs}
+        assert models == ({"resnet20"} if scale == "paper" else {"small_cnn"})
+        assert {job.gpus for job in jobs} == ({1} if scale == "paper" else {0})
+    default = expand_jobs(spec, "default")
+    assert {job.dataset for job in default if job.experiment == "table3"} == {
+        "mnist-st", "fashion-mnist-st"}
+    assert {job.method for job in default} == {"dp_sgda_dro", "privatediff_dro",
+                                               "dp_double_spider", "dp_recursive_spider",
+                                               "scdro"}
