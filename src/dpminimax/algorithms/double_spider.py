@@ -30,38 +30,28 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
-    SHARED_PARAMETERS,
     Draw,
     DroProgram,
+    ScheduledDroMethod,
     add_to,
-    calibrated_noise,
     descend,
     movement,
-    schedule_tree,
-    steps_and_periods,
     subtract,
 )
 from dpminimax.algorithms.kl_dro import dual_weights
 from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.data import PreparedDataset
-from dpminimax.privacy.release import Release
-from dpminimax.tasks import DRO_CLASSIFICATION
 
 ANCHOR, DIFFERENCE = "anchor", "difference"
 
 
-class DualSpiderMethod(Method):
+class DualSpiderMethod(ScheduledDroMethod):
     """A method on Eq. (3) defined by its step schedule (subclasses set the class flags)."""
 
-    paper: ClassVar[str] = "dpdro"
-    private: ClassVar[bool] = True
-    task = DRO_CLASSIFICATION
-    uses_sensitive_attribute: ClassVar[bool] = False
-    shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
     #: Whether eta and x read separate batches (Alg. 2) or one batch per step.
     separate_batches: ClassVar[bool] = False
     #: Whether the dual (eta) estimate is a SPIDER (Alg. 2) or a fresh gradient every step.
@@ -70,6 +60,9 @@ class DualSpiderMethod(Method):
     primal_spider: ClassVar[bool] = False
     #: Whether x steps at the new eta (Alg. 2, PrivateDiff) or at the old one (DP-SGDA).
     sequential: ClassVar[bool] = True
+    release_bounds: ClassVar[dict[str, tuple[str, float]]] = {
+        "dual_anchor": ("clip_dual", 1.0), "dual_difference": ("clip_dual", 2.0),
+        "x_anchor": ("clip", 1.0), "x_difference": ("clip", 2.0)}
     parameters: ClassVar[dict[str, Any]] = {
         **COMMON_PARAMETERS, "lr": 0.1, "lr_dual": 0.1, "clip": 1.0, "clip_dual": 1.0,
         "difference_clip": 5.0, "anchor_batch_size": 128, "period": 1, "lam": 1.0,
@@ -79,8 +72,13 @@ class DualSpiderMethod(Method):
         "clip_dual": CLIP, "difference_clip": POSITIVE, "anchor_batch_size": COUNT,
         "period": COUNT, "lam": POSITIVE, "lam0": POSITIVE, "rho": NON_NEGATIVE}
 
-    def schedule(self, period: int):
+    def period(self, params) -> int:
+        return params["period"] if (self.dual_spider or self.primal_spider) else 1
+
+    def schedule(self, params):
         """Step t's draws: (rate, releases) for eta then x, or one shared draw."""
+        period = self.period(params)
+
         def draws(t: int) -> tuple[Draw, ...]:
             dual = DIFFERENCE if self.dual_spider and t % period else ANCHOR
             primal = DIFFERENCE if self.primal_spider and t % period else ANCHOR
@@ -90,55 +88,23 @@ class DualSpiderMethod(Method):
             return (Draw("step", (f"dual_{dual}", f"x_{primal}")),)
         return draws
 
-    def _tree(self, params: dict[str, Any], n: int, sigma: float):
-        period = params["period"] if (self.dual_spider or self.primal_spider) else 1
-        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
-        releases = {
-            "dual_anchor": Release("dual_anchor", "gaussian", sigma, float(params["clip_dual"])),
-            "dual_difference": Release("dual_difference", "gaussian", sigma,
-                                       2.0 * float(params["clip_dual"])),
-            "x_anchor": Release("x_anchor", "gaussian", sigma, float(params["clip"])),
-            "x_difference": Release("x_difference", "gaussian", sigma,
-                                    2.0 * float(params["clip"]))}
-        rates = {"step": min(1.0, params["batch_size"] / n),
-                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
-        return (schedule_tree(self.schedule(period), period, periods, releases, rates),
-                steps, period, rates)
-
-    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """One Gaussian noise multiplier for every release of the schedule, calibrated to the
-        run's (epsilon, delta) over the derived event."""
-        params = self.resolve(run.params)
-        _, steps, period, rates = self._tree(params, n, 0.0)
-        key = (self.name, n, params["epochs"], params["batch_size"],
-               params["anchor_batch_size"], period)
-        sigma = self.calibrate(run, lambda: calibrated_noise(
-            key, lambda s: self._tree(params, n, s)[0], run.epsilon, run.delta,
-            params["accountant"]), 0.0)
-        tree, *_ = self._tree(params, n, sigma)
-        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
-                                      "sampling_rate": rates["step"],
-                                      "anchor_sampling_rate": rates["anchor"]},
-                               run.delta, params["accountant"])
-
     def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> DualSpiderProgram:
-        n = len(data.y_train)
-        _, steps, period, rates = self._tree(resolved[0], n, 0.0)
+        _, steps, _, rates = self.layout(resolved[0], len(data.y_train), 0.0)
         return DualSpiderProgram(self, data, runs, resolved, shared, plans, device,
-                                 rates=rates, steps=steps, period=period)
+                                 rates=rates, steps=steps)
 
 
 class DualSpiderProgram(DroProgram):
     """The batched program of a :class:`DualSpiderMethod` (Alg. 2's steps for R runs)."""
 
     def __init__(self, method: DualSpiderMethod, data, runs, resolved, shared, plans, device, *,
-                 rates, steps: int, period: int) -> None:
+                 rates, steps: int) -> None:
         first = resolved[0]
         super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
                          lam0=float(first["lam0"]), rho=float(first["rho"]))
-        self.method, self.schedule = method, method.schedule(period)
+        self.method, self.schedule = method, method.schedule(first)
         self.lr, self.lr_dual = self.column("lr"), self.column("lr_dual")
         self.lam, self.c_diff = self.column("lam"), self.column("difference_clip")
         # eta_0: the loss of a uniform prediction (public; spec §10.2 suggests the mean

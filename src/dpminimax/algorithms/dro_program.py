@@ -13,12 +13,14 @@ factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec
 from dpminimax.algorithms.kl_dro import example_losses, loss_residuals
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -37,6 +39,7 @@ from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, Repeat, plan_event
 from dpminimax.seeding import make_generator
+from dpminimax.tasks import DRO_CLASSIFICATION
 
 #: Parameters every paper-004 method has (the training budget, the model and the curves).
 COMMON_PARAMETERS: dict[str, Any] = {
@@ -101,6 +104,57 @@ def calibrated_noise(key: tuple, make: Callable[[float], Part], epsilon: float, 
         _CALIBRATED[full] = calibrate_event_parameter(lambda sigma: plan_event(make(sigma)),
                                                       epsilon, delta, accountant)
     return _CALIBRATED[full]
+
+
+class ScheduledDroMethod(Method):
+    """A paper-004 method: a step schedule (:meth:`schedule`) over Gaussian releases whose
+    bounds are parameters (:attr:`release_bounds`), one noise multiplier calibrated over the
+    schedule's release tree."""
+
+    paper: ClassVar[str] = "dpdro"
+    private: ClassVar[bool] = True
+    task = DRO_CLASSIFICATION
+    uses_sensitive_attribute: ClassVar[bool] = False
+    shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
+    #: Release name -> (the clip parameter bounding it, multiple): an anchor is bounded by C, a
+    #: SPIDER difference by 2C (before its per-step shrink).
+    release_bounds: ClassVar[dict[str, tuple[str, float]]]
+
+    @abstractmethod
+    def period(self, params: Mapping[str, Any]) -> int:
+        """Steps per repetition of the schedule (its SPIDER period, or 1)."""
+
+    @abstractmethod
+    def schedule(self, params: Mapping[str, Any]) -> Schedule:
+        """Step t's draws."""
+
+    def layout(self, params: Mapping[str, Any], n: int, sigma: float
+               ) -> tuple[Part, int, int, dict[str, float]]:
+        """``(release tree, steps, period, sampling rates)`` of a run on ``n`` rows with noise
+        multiplier ``sigma``."""
+        period = self.period(params)
+        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
+        releases = {name: Release(name, "gaussian", sigma, multiple * float(params[clip]))
+                    for name, (clip, multiple) in self.release_bounds.items()}
+        rates = {"step": min(1.0, params["batch_size"] / n),
+                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
+        return (schedule_tree(self.schedule(params), period, periods, releases, rates),
+                steps, period, rates)
+
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """One Gaussian noise multiplier for every release of the schedule, calibrated to the
+        run's (epsilon, delta) over the derived event."""
+        params = self.resolve(run.params)
+        _, steps, _, rates = self.layout(params, n, 0.0)
+        shape = (self.name, n, *(repr(params.get(k)) for k in self.shared_parameters))
+        sigma = self.calibrate(run, lambda: calibrated_noise(
+            shape, lambda s: self.layout(params, n, s)[0], run.epsilon, run.delta,
+            params["accountant"]), 0.0)
+        tree, *_ = self.layout(params, n, sigma)
+        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
+                                      "sampling_rate": rates["step"],
+                                      "anchor_sampling_rate": rates["anchor"]},
+                               run.delta, params["accountant"])
 
 
 @dataclass

@@ -31,19 +31,17 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
     SHARED_PARAMETERS,
     Draw,
     DroProgram,
+    ScheduledDroMethod,
     add_to,
-    calibrated_noise,
     descend,
     movement,
-    schedule_tree,
-    steps_and_periods,
     subtract,
 )
 from dpminimax.algorithms.kl_dro import compositional_terms
@@ -56,23 +54,20 @@ from dpminimax.algorithms.params import (
     one_of,
 )
 from dpminimax.data import PreparedDataset
-from dpminimax.privacy.release import Release
-from dpminimax.tasks import DRO_CLASSIFICATION
 
 #: Floor of s in units of e^m (s estimates a mean of positive terms; noise can push it below).
 S_FLOOR = 1e-3
 
 
-class DpRecursiveSpider(Method):
+class DpRecursiveSpider(ScheduledDroMethod):
     """DP Recursive-SPIDER (paper 004, Alg. 3; Thm. 3 / 8 privacy)."""
 
     name: ClassVar[str] = "dp_recursive_spider"
     label: ClassVar[str] = "DP Recursive-SPIDER"
-    paper: ClassVar[str] = "dpdro"
-    private: ClassVar[bool] = True
-    task = DRO_CLASSIFICATION
-    uses_sensitive_attribute: ClassVar[bool] = False
     shared_parameters: ClassVar[tuple[str, ...]] = (*SHARED_PARAMETERS, "estimator")
+    release_bounds: ClassVar[dict[str, tuple[str, float]]] = {
+        "v_anchor": ("clip", 1.0), "u_anchor": ("clip_lam", 1.0),
+        "v_difference": ("clip", 2.0), "u_difference": ("clip_lam", 2.0), "s": ("clip_s", 1.0)}
     parameters: ClassVar[dict[str, Any]] = {
         **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 1e-3, "lam_init": 5.0, "lam0": 1e-3,
         "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0, "difference_clip": 5.0,
@@ -83,55 +78,28 @@ class DpRecursiveSpider(Method):
         "difference_clip": POSITIVE, "beta": POSITIVE, "period": COUNT,
         "anchor_batch_size": COUNT, "estimator": one_of("spider", "momentum")}
 
-    @staticmethod
-    def schedule(period: int, estimator: str):
+    def period(self, params) -> int:
+        return params["period"] if params["estimator"] == "spider" else 1
+
+    def schedule(self, params):
+        """Anchors of (v, u, s) every period steps, differences between (SPIDER); anchors
+        every step (SCDRO's moving averages)."""
+        period, momentum = self.period(params), params["estimator"] == "momentum"
+
         def draws(t: int) -> tuple[Draw, ...]:
-            if estimator == "momentum":
+            if momentum:
                 return (Draw("step", ("v_anchor", "u_anchor", "s")),)
             if t % period == 0:
                 return (Draw("anchor", ("v_anchor", "u_anchor", "s")),)
             return (Draw("step", ("v_difference", "u_difference", "s")),)
         return draws
 
-    def _tree(self, params: dict[str, Any], n: int, sigma: float):
-        period = params["period"] if params["estimator"] == "spider" else 1
-        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
-        clip, clip_lam = float(params["clip"]), float(params["clip_lam"])
-        releases = {
-            "v_anchor": Release("v_anchor", "gaussian", sigma, clip),
-            "u_anchor": Release("u_anchor", "gaussian", sigma, clip_lam),
-            "v_difference": Release("v_difference", "gaussian", sigma, 2.0 * clip),
-            "u_difference": Release("u_difference", "gaussian", sigma, 2.0 * clip_lam),
-            "s": Release("s", "gaussian", sigma, float(params["clip_s"]))}
-        rates = {"step": min(1.0, params["batch_size"] / n),
-                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
-        tree = schedule_tree(self.schedule(period, params["estimator"]), period, periods,
-                             releases, rates)
-        return tree, steps, period, rates
-
-    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """One Gaussian noise multiplier for v, u and s of every step, calibrated to the
-        run's (epsilon, delta) over the derived event."""
-        params = self.resolve(run.params)
-        _, steps, period, rates = self._tree(params, n, 0.0)
-        key = (self.name, n, params["epochs"], params["batch_size"],
-               params["anchor_batch_size"], period, params["estimator"])
-        sigma = self.calibrate(run, lambda: calibrated_noise(
-            key, lambda s: self._tree(params, n, s)[0], run.epsilon, run.delta,
-            params["accountant"]), 0.0)
-        tree, *_ = self._tree(params, n, sigma)
-        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
-                                      "sampling_rate": rates["step"],
-                                      "anchor_sampling_rate": rates["anchor"]},
-                               run.delta, params["accountant"])
-
     def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> RecursiveSpiderProgram:
-        _, steps, period, rates = self._tree(resolved[0], len(data.y_train), 0.0)
+        _, steps, _, rates = self.layout(resolved[0], len(data.y_train), 0.0)
         return RecursiveSpiderProgram(data, runs, resolved, shared, plans, device, rates=rates,
-                                      steps=steps, schedule=self.schedule(
-                                          period, shared["estimator"]),
+                                      steps=steps, schedule=self.schedule(resolved[0]),
                                       momentum=shared["estimator"] == "momentum")
 
 

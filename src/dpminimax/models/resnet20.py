@@ -15,8 +15,9 @@ Architecture (``width = w``, default 16; ``g`` groups, default 8):
     stage3   3 BasicBlocks, 4w channels, first stride 2
     head     global average pool - Linear(4w -> num_classes)
 
-    BasicBlock: conv 3x3/s - GN - ReLU - conv 3x3/1 - GN, plus shortcut (identity, or the
-    projection conv 1x1/s + GN when the shape changes: He et al. 2016 option B), then ReLU.
+    BasicBlock: ResNet16's (:mod:`.resnet`) without dropout: conv 3x3/s - GN - ReLU - conv 3x3/1
+    - GN, plus shortcut (identity, or the projection conv 1x1/s + GN when the shape changes:
+    He et al. 2016 option B), then ReLU.
 
 Choices: no conv biases (each conv feeds a GroupNorm whose shift makes one redundant); 8 groups
 (the spec's, and the largest power of two dividing 16 with 2 channels a group); Kaiming-normal
@@ -35,36 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dpminimax.models.resnet import BasicBlock, _norm
+
 BLOCKS_PER_STAGE = 3
-GN_EPS = 1e-5
-
-
-def _norm(groups: int, channels: int) -> nn.GroupNorm:
-    if channels % groups:
-        raise ValueError(f"{channels} channels are not divisible into {groups} groups")
-    return nn.GroupNorm(groups, channels, eps=GN_EPS)
-
-
-class BasicBlock(nn.Module):
-    """conv3x3(stride) - GN - ReLU - conv3x3 - GN, + shortcut, ReLU (He et al. 2016)."""
-
-    def __init__(self, in_channels: int, out_channels: int, stride: int, groups: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1,
-                               bias=False)
-        self.norm1 = _norm(groups, out_channels)
-        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
-        self.norm2 = _norm(groups, out_channels)
-        self.shortcut: nn.Module = (
-            nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
-                          _norm(groups, out_channels))
-            if stride != 1 or in_channels != out_channels else nn.Identity())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.relu(self.norm1(self.conv1(x)))
-        return F.relu(self.norm2(self.conv2(out)) + self.shortcut(x))
-
-
 class ResNet20(nn.Module):
     """GroupNorm ResNet20 (He et al. 2016, CIFAR variant); input (B, C, H, W), output (B, K)."""
 
@@ -80,7 +54,7 @@ class ResNet20(nn.Module):
             blocks = []
             for j in range(BLOCKS_PER_STAGE):
                 blocks.append(BasicBlock(channels, out_channels,
-                                         2 if i > 0 and j == 0 else 1, groups))
+                                         2 if i > 0 and j == 0 else 1, groups, dropout=0.0))
                 channels = out_channels
             stages.append(nn.Sequential(*blocks))
         self.stage1, self.stage2, self.stage3 = stages
