@@ -200,3 +200,56 @@ def test_the_paper_grid_scales_and_deltas():
     assert {job.method for job in default} == {"dp_sgda_dro", "privatediff_dro",
                                                "dp_double_spider", "dp_recursive_spider",
                                                "scdro"}
+
+
+@pytest.mark.parametrize("name", ["dp_double_spider", "dp_recursive_spider", "scdro"])
+def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
+    """A SmallCNN job on imbalanced images: finite state, Table 3's metrics, a curve of the
+    planned length, and Table 2's attack both ways beside its ceiling."""
+    from toydata import toy_images
+
+    data = toy_images(n=192)
+    method = get_method(name)
+    params = {"model": "small_cnn", "batch_size": 32, "anchor_batch_size": 64, "epochs": 1.0,
+              "period": 3, "eval_every": 2, "curve_rows": 64}
+    epsilon = 2.0 if method.private else math.inf
+    runs = [RunSpec(seed, epsilon, 1e-5, {k: v for k, v in params.items()
+                                          if k in method.parameters}) for seed in (0, 1)]
+    fit = method.fit(data, runs, CPU)
+    rows = method.task.evaluate(method, fit, data, CPU)
+    steps = fit.resolved_params[0]["steps"]
+    for row in rows:
+        assert 0 <= row["test_accuracy"] <= 1 and 0 <= row["test_auc"] <= 1
+        assert 0.5 <= row["mia_auc_ceiling"] <= 1
+        assert row["mia_members"] > 0
+        curve = json.loads(row["curve"])
+        assert [p["step"] for p in curve] == list(range(2, steps + 1, 2)) + (
+            [steps] if steps % 2 else [])
+        assert all(math.isfinite(p["dro_objective"]) for p in curve)
+    if method.private:
+        assert rows[0]["mia_auc_ceiling"] == pytest.approx(math.exp(2) / (1 + math.exp(2)),
+                                                           abs=1e-4)
+
+
+def test_the_uniform_game_reads_the_class_and_the_stratified_one_does_not():
+    """A model that only knows the class prior (confidence 0.9 for class 0, 0.1 for class 1)
+    has no membership signal: against class-matched non-members its AUC is 1/2, against
+    uniform non-members from a balanced test set it is far above (Table 2's confound)."""
+    from dpminimax.attacks.confounded_mia import draw_rows, true_label_confidence
+    from dpminimax.metrics.classification import roc_auc
+
+    rng = np.random.default_rng(0)
+    y_train = (rng.random(20_000) < 0.1).astype(int)
+    y_test = (rng.random(10_000) < 0.5).astype(int)
+    members, uniform, stratified = draw_rows(y_train, y_test, 5000, rng)
+    np.testing.assert_array_equal(np.bincount(y_train[members]),
+                                  np.bincount(y_test[stratified]))
+    prior = np.log(np.array([[0.9, 0.1]]))
+
+    def confidence(y):
+        return true_label_confidence(np.repeat(prior, len(y), axis=0), y)
+
+    labels = np.r_[np.ones(len(members)), np.zeros(len(members))]
+    inside = confidence(y_train[members])
+    assert roc_auc(np.r_[inside, confidence(y_test[stratified])], labels) == pytest.approx(0.5)
+    assert roc_auc(np.r_[inside, confidence(y_test[uniform])], labels) > 0.65

@@ -36,3 +36,22 @@ def linear_batch(seed=0, n=50, d=7, runs=3, batch=11, classes=2, density=None):
     residual = torch.randn(runs, batch, classes, generator=g)
     mask = torch.rand(runs, batch, generator=g) < 0.7
     return RowGatherer(source), index, weight, bias, residual, mask
+
+
+def toy_images(n: int = 256, positives: float = 0.1, side: int = 28, channels: int = 1,
+               seed: int = 0) -> PreparedDataset:
+    """Imbalanced binary images (a bright patch marks the positives, a fraction ``positives``
+    of the training set) and a balanced test set of the same size: MNIST-ST's shape."""
+    rng = np.random.default_rng(seed)
+
+    def split(rate: float):
+        y = (rng.random(n) < rate).astype(np.int64)
+        x = 0.3 * rng.standard_normal((n, channels, side, side)).astype(np.float32)
+        x[:, :, 4:12, 4:12] += y[:, None, None, None]
+        return x, y
+
+    (x, y), (x_test, y_test) = split(positives), split(0.5)
+    return PreparedDataset(name="toy-st", kind="image", x_train=x, y_train=y,
+                           s_train=np.zeros(n, dtype=np.int64), x_test=x_test, y_test=y_test,
+                           s_test=np.zeros(n, dtype=np.int64), feature_names=[],
+                           label_names=["0", "1"], group_names=["all"])
