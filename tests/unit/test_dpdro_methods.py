@@ -253,3 +253,22 @@ def test_the_uniform_game_reads_the_class_and_the_stratified_one_does_not():
     inside = confidence(y_train[members])
     assert roc_auc(np.r_[inside, confidence(y_test[stratified])], labels) == pytest.approx(0.5)
     assert roc_auc(np.r_[inside, confidence(y_test[uniform])], labels) > 0.65
+
+
+def test_a_shrunk_release_keeps_its_multiplier_and_never_exceeds_its_bound():
+    from dpminimax.privacy.release import BatchedRelease, Release
+
+    release = BatchedRelease([Release("d", "gaussian", 2.0, 4.0)] * 3)
+    shrunk = release.shrunk(torch.tensor([0.25, 3.0, float("nan")]))
+    torch.testing.assert_close(shrunk.clip, torch.tensor([1.0, 4.0, 4.0]))
+    torch.testing.assert_close(shrunk.noise_std, 2.0 * shrunk.clip)
+    assert {r.noise_multiplier for r in shrunk.releases} == {2.0}
+
+
+def test_figures_label_each_method_as_its_class_does():
+    from dpminimax.algorithms import METHODS
+    from dpminimax.report.style import method_style
+
+    for name in ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
+                 "scdro", "double_spider", "recursive_spider"):
+        assert method_style(name).label == METHODS[name].label

@@ -193,6 +193,7 @@ class PrivateDiffDro(DualSpiderMethod):
 
 
 NonPrivateDoubleSpider = nonprivate_twin(
-    DpDoubleSpider, "NonPrivateDoubleSpider", name="double_spider", label="Double-SPIDER",
+    DpDoubleSpider, "NonPrivateDoubleSpider", name="double_spider",
+    label="Double-SPIDER (non-private)",
     doc="Alg. 2 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "clip_dual": math.inf})

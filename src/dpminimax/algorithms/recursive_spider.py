@@ -212,5 +212,6 @@ Scdro = nonprivate_twin(
 Scdro.paper = "Qi et al. 2022 (paper 004's non-private SCDRO row)"
 NonPrivateRecursiveSpider = nonprivate_twin(
     DpRecursiveSpider, "NonPrivateRecursiveSpider", name="recursive_spider",
-    label="Recursive-SPIDER", doc="Alg. 3 without clipping or noise (epsilon = inf).",
+    label="Recursive-SPIDER (non-private)",
+    doc="Alg. 3 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf})

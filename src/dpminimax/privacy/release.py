@@ -192,7 +192,9 @@ class BatchedRelease:
         difference clips of paper 004, Thms. 6 and 8, tied to the iterate movement). The
         noise multiplier is unchanged, so each release's event, and the plan's accounting,
         is the planned one."""
-        factors = torch.clamp(torch.as_tensor(factor, dtype=torch.float64), 1e-12, 1.0)
+        factors = torch.as_tensor(factor, dtype=torch.float64)
+        # a diverged run's NaN movement keeps the full bound (the finite guard then stops it)
+        factors = torch.clamp(torch.nan_to_num(factors, nan=1.0), 1e-12, 1.0)
         return BatchedRelease([replace(release, sensitivity=release.sensitivity * f)
                                for release, f in zip(self.releases, factors.tolist(),
                                                      strict=True)], self.clip.device)

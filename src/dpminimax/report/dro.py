@@ -30,10 +30,6 @@ DATASET_ORDER = ("cifar10-st", "celeba-blond", "fashion-mnist-st", "mnist-st")
 #: Methods in Table 3's order; others follow, sorted.
 METHOD_ORDER = ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
                 "scdro")
-#: The colour and marker each method borrows from :mod:`.style` (same algorithm, other paper).
-_STYLE_OF = {"dp_sgda_dro": "dp_sgda", "privatediff_dro": "privatediff",
-             "dp_double_spider": "spider_double", "dp_recursive_spider": "spider_recursive",
-             "scdro": "nonprivate"}
 FIGURE_EPSILON = 1.0
 STEP_LABEL = "Training step"
 
@@ -58,17 +54,14 @@ CURVE_FIGURES = {
 
 
 def method_label(method: str) -> str:
-    """The method's ``label`` in :mod:`dpminimax.algorithms` (its name when unknown)."""
-    from dpminimax.algorithms import METHODS
-
-    cls = METHODS.get(method)
-    return getattr(cls, "label", method) if cls is not None else method
+    """The method's label (:mod:`.style`, the same as its class's ``label``)."""
+    return method_style(method).label
 
 
 def dro_style(method: str) -> SeriesStyle:
-    """The method's colour and marker (:mod:`.style`) with its paper-004 label; SCDRO dashed."""
-    base = method_style(_STYLE_OF.get(method, method))
-    return SeriesStyle(method_label(method), base.color, base.marker,
+    """The method's colour, marker and label (:mod:`.style`); SCDRO dashed."""
+    base = method_style(method)
+    return SeriesStyle(base.label, base.color, base.marker,
                        "--" if method == "scdro" else "-")
 
 
