@@ -72,7 +72,8 @@ def test_curve_figures_are_written(runs, tmp_path, figure):
     assert f"Fig. {number}" in fig.subfigs[0].get_suptitle()
     titles = [ax.get_title() for ax in fig.axes]
     # the paper's order: celeba-blond before mnist-st; celeba-blond falls back to epsilon 0.5
-    assert titles == ["celeba-blond (ε = 0.5: no run at ε = 1)", "mnist-st (ε = 1)"]
+    assert [t.splitlines()[0] for t in titles] == ["celeba-blond (ε = 0.5: no run at ε = 1)",
+                                                   "mnist-st (ε = 1)"]
     assert [ax.get_yscale() for ax in fig.axes] == (
         ["log"] * 2 if figure == "dro_gradient_norm_curves" else ["linear"] * 2)
     # one line per method (3 private + SCDRO dashed) in each panel, legend once
@@ -84,9 +85,8 @@ def test_curve_figures_are_written(runs, tmp_path, figure):
     legend = [t.get_text() for t in legends[0].get_texts()]
     assert legend == ["DP-SGDA", "DP Double-SPIDER", "DP Recursive-SPIDER",
                       "SCDRO (non-private), ε = ∞"]
-    # the stand-in panel (and only it) is stamped
-    stamped = [any("NOT RUN" in t.get_text() for t in sub.texts)
-               for sub in fig.subfigs[0].subfigs]
+    # the stand-in panel (and only it) says so in its title
+    stamped = ["NOT RUN" in ax.get_title() for ax in fig.axes]
     assert stamped == [True, False]
     assert plt.get_fignums() == []
 

@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dpminimax.report.aggregate import ResultsTableError, epsilon_label
-from dpminimax.report.figures import save_figure, stamp_standin, standin_datasets
+from dpminimax.report.figures import save_figure, standin_datasets
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, SeriesStyle, method_style, paper_style
 
 #: Datasets in the paper's order (Table 3, Figs. 1-3); others follow, sorted.
@@ -31,6 +31,7 @@ DATASET_ORDER = ("cifar10-st", "celeba-blond", "fashion-mnist-st", "mnist-st")
 METHOD_ORDER = ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
                 "scdro")
 FIGURE_EPSILON = 1.0
+STANDIN_COLOUR = "#B00020"  # the stand-in stamp's (report.figures.stamp_standin)
 STEP_LABEL = "Training step"
 
 
@@ -109,11 +110,15 @@ def draw_curves(table: pd.DataFrame, figure: str, out_paths: Sequence[str | os.P
                 ax.set_yscale("log")
             ax.set_xlabel(STEP_LABEL)
             ax.set_ylabel(spec.ylabel)
-            ax.set_title(f"{dataset} ({note})")
+            # a stand-in panel says so in its title; the figure as a whole is stamped by
+            # dpminimax.api.make_figure (a watermark per panel would overlap the next one)
+            if dataset in standins:
+                ax.set_title(f"{dataset} ({note})\nNOT RUN: stand-in, not a result",
+                             color=STANDIN_COLOUR)
+            else:
+                ax.set_title(f"{dataset} ({note})")
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
                 handles.setdefault(label, handle)
-            if dataset in standins:
-                stamp_standin(panel, [dataset])
         legend_row.legend(list(handles.values()), list(handles), loc="center",
                           ncols=min(len(handles), 5), frameon=False)
         row.suptitle(f"Paper 004, Fig. {spec.number}: {spec.what} (mean over seeds, "
@@ -158,7 +163,7 @@ def _draw_curve(ax: Axes, points: pd.DataFrame, style: SeriesStyle, epsilon: flo
     by_step = points.groupby("step")["value"].agg(["mean", "min", "max"]).sort_index()
     label = style.label if np.isfinite(epsilon) else f"{style.label}, ε = ∞"
     ax.plot(by_step.index, by_step["mean"], color=style.color, linestyle=style.linestyle,
-            label=label, zorder=3)
+            marker=style.marker, markersize=3, label=label, zorder=3)
     if points["seed"].nunique() > 1:
         ax.fill_between(by_step.index, by_step["min"], by_step["max"], color=style.color,
                         alpha=BAND_ALPHA, linewidth=0, zorder=2)
