@@ -303,6 +303,13 @@ def require_binary_labels(data: PreparedDataset, method: str) -> None:
                          f"{{0, 1}}); dataset {data.name!r} has labels {labels}")
 
 
+def per_run(resolved: Sequence[Mapping[str, Any]], key: str,
+            device: torch.device | str | None = None) -> torch.Tensor:
+    """The runs' values (R,) of the numeric parameter ``key`` (a batched program's step sizes,
+    temperatures...)."""
+    return torch.tensor([float(p[key]) for p in resolved], device=device)
+
+
 def expand_runs(
     seeds: Sequence[int], epsilon: float, delta: float, grid: Mapping[str, Any]
 ) -> list[RunSpec]:

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
@@ -105,8 +105,8 @@ class DualSpiderProgram(DroProgram):
         super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
                          lam0=float(first["lam0"]), rho=float(first["rho"]))
         self.method, self.schedule = method, method.schedule(first)
-        self.lr, self.lr_dual = self.column("lr"), self.column("lr_dual")
-        self.lam, self.c_diff = self.column("lam"), self.column("difference_clip")
+        self.lr, self.lr_dual, self.lam, self.c_diff = (
+            per_run(resolved, key, device) for key in ("lr", "lr_dual", "lam", "difference_clip"))
         # eta_0: the loss of a uniform prediction (public; spec §10.2 suggests the mean
         # initial loss, which would read the data)
         classes = max(2, self.model.num_classes)

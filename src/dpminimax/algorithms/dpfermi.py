@@ -104,6 +104,7 @@ from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.membership import member_rows, to_rows
 from dpminimax.kernels.rowwise import row_softmax
+from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -742,7 +743,7 @@ class FermiProgram:
             norms = torch.linalg.vector_norm(
                 torch.cat([v.flatten(start_dim=1) for v in mean.values()], dim=1), dim=-1)
             factor = clip_factors(norms.unsqueeze(-1), self.clip)[:, 0]
-            sums = {k: v * factor.view(-1, *[1] * (v.dim() - 1)) for k, v in mean.items()}
+            sums = {k: v * along_runs(factor, v) for k, v in mean.items()}
             step_size = self.lr
         noisy_linear_descent(self.state, sums, release=self.theta_release,
                              generators=self.noise, step_size=step_size)

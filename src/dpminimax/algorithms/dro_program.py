@@ -33,11 +33,20 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_and_accumulate
 from dpminimax.kernels.gather import as_tensor, batch_values
+from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.metrics.imbalanced import CurveRecorder
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
-from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, Repeat, plan_event
+from dpminimax.privacy.release import (
+    Batch,
+    BatchedRelease,
+    Part,
+    Release,
+    Repeat,
+    plan_event,
+    releases_of,
+)
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import DRO_CLASSIFICATION
 
@@ -185,21 +194,15 @@ class DroProgram:
         self.params = self.model.init_state(len(seeds), device, seeds)
         self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
-        self.releases = {release.name: BatchedRelease([plan.release(release.name)
-                                                       for plan in plans], device)
-                         for release in _releases(plans[0])}
+        names = dict.fromkeys(release.name for release in releases_of(plans[0].releases))
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                         for name in names}
         self.rates = dict(rates)
         self.steps = steps
         self.t = 0
-        self.device = device
-        self.resolved = resolved
         self.curves = CurveRecorder(self.model, data, device, every=shared["eval_every"],
                                     steps=steps, rows=shared["curve_rows"], lam0=lam0, rho=rho,
                                     runs=len(seeds))
-
-    def column(self, name: str) -> torch.Tensor:
-        """The per-run values (R,) of the numeric parameter ``name``."""
-        return torch.tensor([float(p[name]) for p in self.resolved], device=self.device)
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
@@ -288,13 +291,5 @@ def add_to(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
 def descend(params: dict[str, torch.Tensor], direction: Mapping[str, torch.Tensor],
             lr: torch.Tensor) -> dict[str, torch.Tensor]:
     """``params - lr_r * direction`` (a new dict; ``params`` is kept as the previous iterate)."""
-    return {k: v - lr.view(-1, *[1] * (v.dim() - 1)) * direction[k] for k, v in params.items()}
+    return {k: v - along_runs(lr, v) * direction[k] for k, v in params.items()}
 
-
-def _releases(plan) -> list[Release]:
-    from dpminimax.privacy.release import releases_of
-
-    seen: dict[str, Release] = {}
-    for release in releases_of(plan.releases):
-        seen.setdefault(release.name, release)
-    return list(seen.values())

@@ -73,6 +73,7 @@ from dpminimax.algorithms.base import (
     RunPlan,
     RunSpec,
     nonprivate_twin,
+    per_run,
     require_binary_labels,
 )
 from dpminimax.algorithms.params import ACCOUNTANT, CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
@@ -295,9 +296,6 @@ class JagielskiProgram:
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], releases: Sequence[Part], *,
                  device: torch.device) -> None:
-        def per_run(key: str) -> torch.Tensor:
-            return torch.tensor([float(p[key]) for p in params], device=device)
-
         self.x = torch.as_tensor(data.x_train, device=device)
         self.rows = RowGatherer(self.x)
         self.n = len(data.y_train)
@@ -312,9 +310,10 @@ class JagielskiProgram:
         named = [{release.name: release for release in releases_of(tree)} for tree in releases]
         self.gradient, self.auditor, count_release = (
             BatchedRelease.of(named, name, device) for name in ("gradient", "auditor", "counts"))
-        self.step_size = per_run("lr") / expected_batch_size(self.n, self.q)
-        self.bound, self.eg_lr = per_run("multiplier_bound"), per_run("eg_lr")
-        self.tolerance = per_run("tolerance")
+        self.step_size = per_run(params, "lr", device) / expected_batch_size(self.n, self.q)
+        self.bound = per_run(params, "multiplier_bound", device)
+        self.eg_lr = per_run(params, "eg_lr", device)
+        self.tolerance = per_run(params, "tolerance", device)
         self.sampling = [make_generator(s, "poisson", device) for s in seeds]
         self.noise = [make_generator(s, "noise", device) for s in seeds]
         self.auditor_noise = [make_generator(s, "auditor", device) for s in seeds]

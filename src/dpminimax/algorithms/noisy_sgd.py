@@ -19,6 +19,7 @@ import torch
 from dpminimax.data.inputs import ImageFileRows
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.membership import to_rows
+from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import make_generator
@@ -62,4 +63,4 @@ class NoisySgd:
         )
         grads = self.release.perturb(grads, self.noise)
         for key, grad in grads.items():
-            self.state[key] -= self.scale.view(-1, *[1] * (grad.dim() - 1)) * grad
+            self.state[key] -= along_runs(self.scale, grad) * grad

@@ -37,7 +37,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dpminimax.algorithms.base import FitResult, Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import (
+    FitResult,
+    Method,
+    RunPlan,
+    RunSpec,
+    nonprivate_twin,
+    per_run,
+)
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     CLIP,
@@ -274,11 +281,9 @@ class RacoDpProgram:
         self.state = model.init_state(len(seeds), device, seeds)
         self.dual = torch.zeros(len(seeds), first.num_constraints, device=device)
 
-        def per_run(key: str) -> torch.Tensor:
-            return torch.tensor([float(p[key]) for p in params], device=device)
-
-        self.lr, self.lr_dual = per_run("lr"), per_run("lr_dual")
-        self.temperature = per_run("temperature")
+        self.lr = per_run(params, "lr", device)
+        self.lr_dual = per_run(params, "lr_dual", device)
+        self.temperature = per_run(params, "temperature", device)
         self.gradient, self.histogram = (
             BatchedRelease([dict((r.name, r) for r in batch.releases)[name]
                             for batch in releases], device)

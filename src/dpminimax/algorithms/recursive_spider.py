@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
@@ -54,6 +54,7 @@ from dpminimax.algorithms.params import (
     one_of,
 )
 from dpminimax.data import PreparedDataset
+from dpminimax.kernels.runs import along_runs
 
 #: Floor of s in units of e^m (s estimates a mean of positive terms; noise can push it below).
 S_FLOOR = 1e-3
@@ -112,11 +113,9 @@ class RecursiveSpiderProgram(DroProgram):
         super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
                          lam0=float(first["lam0"]), rho=float(first["rho"]))
         self.schedule, self.momentum = schedule, momentum
-        self.lr, self.lr_lam = self.column("lr"), self.column("lr_lam")
-        self.lam0, self.rho = self.column("lam0"), self.column("rho")
-        self.beta, self.c_diff = self.column("beta"), self.column("difference_clip")
-        self.clip_s = self.column("clip_s")
-        self.lam = self.column("lam_init")
+        (self.lr, self.lr_lam, self.lam0, self.rho, self.beta, self.c_diff, self.clip_s,
+         self.lam) = (per_run(resolved, key, device) for key in (
+             "lr", "lr_lam", "lam0", "rho", "beta", "difference_clip", "clip_s", "lam_init"))
         # m_0: the exponent of a uniform prediction's loss (public)
         self.shift = math.log(max(2, self.model.num_classes)) / self.lam
         self.previous: dict[str, torch.Tensor] | None = None
@@ -143,8 +142,8 @@ class RecursiveSpiderProgram(DroProgram):
         if isinstance(new, torch.Tensor):
             return (1 - self.beta) * old + self.beta * new
         b = self.beta
-        return {k: (1 - b.view(-1, *[1] * (v.dim() - 1))) * old[k]
-                + b.view(-1, *[1] * (v.dim() - 1)) * v for k, v in new.items()}
+        return {k: (1 - along_runs(b, v)) * old[k] + along_runs(b, v) * v
+                for k, v in new.items()}
 
     def step(self) -> None:
         draw = self.schedule(self.t)[0]
@@ -164,16 +163,13 @@ class RecursiveSpiderProgram(DroProgram):
                 self.v = self.release("v_anchor", grads, batch)
                 self.u = self.release("u_anchor", g_lam, batch)
             else:
-                shrink = self.difference_shrink(
-                    "v_difference", movement(self.params, self.previous,
-                                             self.lam - self.lam_before), self.c_diff)
-                self.v = add_to(self.v, self.release("v_difference",
-                                                     subtract(grads, grads_old), batch, shrink))
-                shrink = self.difference_shrink(
-                    "u_difference", movement(self.params, self.previous,
-                                             self.lam - self.lam_before), self.c_diff)
-                self.u = self.u + self.release("u_difference", g_lam - g_lam_old, batch,
-                                               shrink)
+                moved = movement(self.params, self.previous, self.lam - self.lam_before)
+                self.v = add_to(self.v, self.release(
+                    "v_difference", subtract(grads, grads_old), batch,
+                    self.difference_shrink("v_difference", moved, self.c_diff)))
+                self.u = self.u + self.release(
+                    "u_difference", g_lam - g_lam_old, batch,
+                    self.difference_shrink("u_difference", moved, self.c_diff))
             if self.previous is None:
                 self.s = self.release("s", capped, batch)
             else:
@@ -193,7 +189,7 @@ class RecursiveSpiderProgram(DroProgram):
         m += log s rescales s, v, u to units of the new e^m."""
         s = torch.clamp(self.s, min=S_FLOOR)
         ratio = self.lam / s
-        z_x = {k: ratio.view(-1, *[1] * (v.dim() - 1)) * v for k, v in self.v.items()}
+        z_x = {k: along_runs(ratio, v) * v for k, v in self.v.items()}
         z_lam = ratio * self.u + torch.log(s) + self.shift + self.rho
         self.previous, self.params = self.params, descend(self.params, z_x, self.lr)
         self.lam_before = self.lam
@@ -201,7 +197,7 @@ class RecursiveSpiderProgram(DroProgram):
         self.shift = self.shift + torch.log(s)
         self.s = self.s / s
         self.u = self.u / s
-        self.v = {k: v / s.view(-1, *[1] * (v.dim() - 1)) for k, v in self.v.items()}
+        self.v = {k: v / along_runs(s, v) for k, v in self.v.items()}
 
 
 Scdro = nonprivate_twin(

@@ -62,6 +62,7 @@ from dpminimax.algorithms.base import (
     RunPlan,
     RunSpec,
     nonprivate_twin,
+    per_run,
     require_binary_labels,
 )
 from dpminimax.algorithms.group_stats import GroupCells, cell_gap_weights, rate_gaps
@@ -199,9 +200,6 @@ class Tran2021aProgram:
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], releases: Sequence[Batch], *,
                  device: torch.device) -> None:
-        def per_run(key: str) -> torch.Tensor:
-            return torch.tensor([float(p[key]) for p in params], device=device)
-
         self.model = BatchedLogisticRegression(data.x_train.shape[1], num_classes=1)
         self.rows = RowGatherer(torch.as_tensor(data.x_train, device=device))
         self.y = torch.as_tensor(data.y_train, device=device)
@@ -212,7 +210,7 @@ class Tran2021aProgram:
         self.q = float(params[0]["sampling_rate"])
         self.steps = int(params[0]["steps"])
         self.batch = expected_batch_size(self.n, self.q)
-        self.lr, self.gamma = per_run("lr"), per_run("gamma")
+        self.lr, self.gamma = (per_run(params, key, device) for key in ("lr", "gamma"))
         named = [{release.name: release for release in releases_of(batch)}
                  for batch in releases]
         self.gradient = BatchedRelease.of(named, "gradient", device)

@@ -82,7 +82,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -262,9 +262,6 @@ class PfldProgram:
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], releases: Sequence[Repeat], *,
                  device: torch.device) -> None:
-        def per_run(key: str) -> torch.Tensor:
-            return torch.tensor([float(p[key]) for p in params], device=device)
-
         runs = len(seeds)
         self.model = BatchedLogisticRegression(data.x_train.shape[1], num_classes=1)
         self.x = torch.as_tensor(data.x_train, device=device)
@@ -278,7 +275,8 @@ class PfldProgram:
         self.steps, self.per_epoch = int(params[0]["steps"]), int(params[0]["steps_per_epoch"])
         self.steps_done = 0
         self.batch = expected_batch_size(self.n, self.q)
-        self.lr, self.lr_dual, self.alpha = per_run("lr"), per_run("lr_dual"), per_run("alpha")
+        self.lr, self.lr_dual, self.alpha = (per_run(params, key, device)
+                                             for key in ("lr", "lr_dual", "alpha"))
         named = [{release.name: release for release in releases_of(tree)} for tree in releases]
         self.gradient, self.jacobian = (BatchedRelease.of(named, name, device)
                                         for name in ("gradient", "jacobian"))

@@ -31,6 +31,7 @@ from torch.func import functional_call
 
 from dpminimax.kernels.gather import IndexedRows, as_tensor
 from dpminimax.kernels.layerwise import LayerTape
+from dpminimax.kernels.runs import along_runs
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.cnn import SmallCNN
 from dpminimax.models.resnet import ResNet16
@@ -185,7 +186,7 @@ class BatchedNetwork:
         grads = release.perturb({k: torch.stack([s[k] for s in summed]) for k in state},
                                 generators)
         for key, grad in grads.items():
-            state[key] -= step_size.view(-1, *[1] * (grad.dim() - 1)) * grad
+            state[key] -= along_runs(step_size, grad) * grad
         return logits
 
     def per_example_grads(self, state: dict[str, torch.Tensor], x: torch.Tensor | IndexedRows,
