@@ -12,7 +12,7 @@ dp_ceiling.dp_auc_ceiling`).
 from __future__ import annotations
 
 import numpy as np
-import torch
+from scipy.special import expit, softmax
 
 from dpminimax.metrics.classification import roc_auc
 
@@ -20,10 +20,9 @@ from dpminimax.metrics.classification import roc_auc
 def true_label_confidence(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
     """p(y_i | x_i) from logits (n, K) (K = 1: one binary logit)."""
     if logits.shape[1] == 1:
-        p1 = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+        p1 = expit(logits[:, 0])
         return np.where(y == 1, p1, 1.0 - p1)
-    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return (shifted / shifted.sum(axis=1, keepdims=True))[np.arange(len(y)), y]
+    return softmax(logits, axis=1)[np.arange(len(y)), y]
 
 
 def draw_rows(y_train: np.ndarray, y_test: np.ndarray, size: int, rng: np.random.Generator
@@ -45,15 +44,12 @@ def draw_rows(y_train: np.ndarray, y_test: np.ndarray, size: int, rng: np.random
     return members, uniform, np.concatenate(stratified)
 
 
-def confounded_mia(model, state, data, device: torch.device, seeds, size: int = 5000
-                   ) -> list[dict[str, float]]:
-    """Per run: ``mia_auc_uniform`` and ``mia_auc_stratified`` of the confidence attack, and the
-    rows drawn (run r's draws from ``default_rng(seed_r)`` offset by the stream name)."""
-    from dpminimax.data.inputs import split_inputs
-
-    y_train, y_test = np.asarray(data.y_train), np.asarray(data.y_test)
-    train_logits = model.logits(state, split_inputs(data, "train", device)).cpu().numpy()
-    test_logits = model.logits(state, split_inputs(data, "test", device)).cpu().numpy()
+def confounded_mia(train_logits: np.ndarray, test_logits: np.ndarray, y_train: np.ndarray,
+                   y_test: np.ndarray, seeds, size: int = 5000) -> list[dict[str, float]]:
+    """Per run: ``mia_auc_uniform`` and ``mia_auc_stratified`` of the confidence attack on the
+    runs' logits (R, n, K) of every training and test row, and the members drawn (run r's
+    draws from ``default_rng([seed_r, 4004])``)."""
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     rows = []
     for r, seed in enumerate(seeds):
         rng = np.random.default_rng([int(seed), 4004])

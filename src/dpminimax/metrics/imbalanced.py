@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.special import log_softmax
 
 from dpminimax.algorithms.kl_dro import (
     best_lambda,
@@ -46,8 +47,7 @@ def imbalanced_report(y_true: np.ndarray, logits: np.ndarray) -> dict[str, float
                 "test_f1": f1(y_true == 1, predicted == 1)}
     predicted = logits.argmax(axis=1)
     present = np.unique(y_true)
-    top = logits.max(axis=1, keepdims=True)
-    log_probs = logits - top - np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
+    log_probs = log_softmax(logits, axis=1)
     aucs = [roc_auc(log_probs[:, c], y_true == c) for c in present]
     return {"test_accuracy": float((predicted == y_true).mean()),
             "test_auc": float(np.mean(aucs)),

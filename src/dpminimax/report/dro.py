@@ -82,9 +82,7 @@ def draw_curves(table: pd.DataFrame, figure: str, out_paths: Sequence[str | os.P
                 ) -> Figure:
     """Figure ``figure`` (a key of :data:`CURVE_FIGURES`; paper Figs. 1-3) of the runs table."""
     spec = CURVE_FIGURES[figure]
-    missing = [c for c in ("dataset", "method", "epsilon", "seed", "curve") if c not in table]
-    if missing:
-        raise ResultsTableError(f"{figure}: no column(s) {missing} in the runs table")
+    _require(table, ["curve"], figure)
     points = curve_points(table, spec.metric)
     if points.empty:
         raise ValueError(f"{figure}: no run has a {spec.metric!r} curve")

@@ -33,14 +33,15 @@ class DroClassification(Task):
         from dpminimax.data.inputs import split_inputs
         from dpminimax.metrics.imbalanced import imbalanced_report
 
-        logits = fit.model.logits(fit.state, split_inputs(data, "test", device)).cpu().numpy()
-        attack = confounded_mia(fit.model, fit.state, data, device,
+        logits = {split: fit.model.logits(fit.state, split_inputs(data, split, device)
+                                          ).cpu().numpy() for split in ("train", "test")}
+        attack = confounded_mia(logits["train"], logits["test"], data.y_train, data.y_test,
                                 [run.seed for run in fit.runs])
         rows = []
         for r, run in enumerate(fit.runs):
             ceiling = (float(dp_auc_ceiling(run.epsilon, run.delta))
                        if np.isfinite(run.epsilon) else 1.0)
-            rows.append({**imbalanced_report(data.y_test, logits[r]),
+            rows.append({**imbalanced_report(data.y_test, logits["test"][r]),
                          **(fit.counters[r] if fit.counters else {}),
                          **attack[r], "mia_auc_ceiling": ceiling})
         return rows
