@@ -40,32 +40,15 @@ rule train:
 
 
 # A method whose task runs its own attack (paper 004's Table 2) on a prepared dataset.
-rule train_unattacked:
+use rule train as train_unattacked with:
     wildcard_constraints:
         dataset=problem_pattern(included=False),
         method=method_pattern(attacked=False),
-    input:
-        unpack(train_inputs),
     output:
         metrics=f"{TRAIN_DIR}/metrics.parquet",
         model=f"{TRAIN_DIR}/model.pt",
         accounting=f"{TRAIN_DIR}/accounting.json",
         run_config=f"{TRAIN_DIR}/run_config.json",
-    params:
-        run_config=lambda wildcards: job_of(wildcards).run_config(TRAIN_CODE),
-        code=TRAIN_CODE,
-    resources:
-        gpu=lambda wildcards: job_of(wildcards).gpus,
-        runtime=lambda wildcards, attempt: attempt * (1440 if job_of(wildcards).gpus else 240),
-        mem_mb=lambda wildcards, attempt: attempt * (32000 if job_of(wildcards).gpus else 8000),
-    conda:
-        CONDA_ENV
-    log:
-        "results/{paper}/logs/train/{experiment}/{dataset}/{method}/eps~{eps}.log",
-    benchmark:
-        "results/{paper}/benchmarks/train/{experiment}/{dataset}/{method}/eps~{eps}.tsv"
-    script:
-        "../scripts/train.py"
 
 
 rule train_problem:
