@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,3 +50,19 @@ def interleaved_medians(
 def _synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def opacus_private(model: torch.nn.Module, loader, lr: float, noise_multiplier: float,
+                   max_grad_norm: float, mode: str = "hooks", criterion=None) -> tuple:
+    """Opacus's ``PrivacyEngine().make_private`` of ``model`` with plain SGD at ``lr`` and no
+    Poisson sampling (the benchmarks draw their own batches): ``(module, optimizer, loader)``
+    and, where a ``criterion`` is given (ghost clipping wraps it), the criterion last."""
+    import opacus
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return opacus.PrivacyEngine().make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr),
+            data_loader=loader, noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm, poisson_sampling=False, grad_sample_mode=mode,
+            **({} if criterion is None else {"criterion": criterion}))

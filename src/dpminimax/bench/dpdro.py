@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from opacus import GradSampleModule
 from torch import nn
 
-from dpminimax.bench.common import Step, interleaved_medians
+from dpminimax.algorithms.kl_dro import loss_residuals
+from dpminimax.bench.common import Step, interleaved_medians, opacus_private
 from dpminimax.device import default_device
 from dpminimax.kernels.clip import clip_and_accumulate
 from dpminimax.models.network import BatchedNetwork
@@ -131,12 +132,8 @@ def _release(device: torch.device) -> BatchedRelease:
 
 
 def _residual(y: torch.Tensor):
-    onehot = F.one_hot(y, CLASSES)
-
-    def residual(logits: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(logits, dim=-1) - onehot.to(logits.dtype)
-
-    return residual
+    """The cross-entropy residual of the labels ``y`` (what the DRO programs weight)."""
+    return lambda logits: loss_residuals(logits, y)
 
 
 def _dp_step(net: BatchedNetwork, x: torch.Tensor, y: torch.Tensor) -> Step:
@@ -185,14 +182,8 @@ def _opacus_step(net: BatchedNetwork, x: torch.Tensor, y: torch.Tensor, mode: st
     """Opacus DP-SGD (PrivacyEngine, ``grad_sample_mode`` ``mode``) on the same batch."""
     model = _fresh(net, x.device).train()
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=len(x))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        made = opacus.PrivacyEngine().make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=LR),
-            data_loader=loader, criterion=nn.CrossEntropyLoss(),
-            noise_multiplier=NOISE_MULTIPLIER, max_grad_norm=MAX_NORM,
-            poisson_sampling=False, grad_sample_mode=mode,
-        )
+    made = opacus_private(model, loader, LR, NOISE_MULTIPLIER, MAX_NORM, mode,
+                          criterion=nn.CrossEntropyLoss())
     private, optimizer = made[0], made[1]
     criterion = made[2] if mode == "ghost" else nn.CrossEntropyLoss()
 

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpminimax.algorithms.noisy_sgd import NoisySgd
-from dpminimax.bench.common import Step, interleaved_medians
+from dpminimax.bench.common import Step, interleaved_medians, opacus_private
 from dpminimax.device import default_device
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.kernels.gather import RowGatherer
@@ -168,17 +168,7 @@ def _opacus_step(
     n = len(x)
     q = batch / n
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        private, optimizer, _ = opacus.PrivacyEngine().make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=LR),
-            data_loader=loader,
-            noise_multiplier=NOISE_MULTIPLIER,
-            max_grad_norm=MAX_NORM,
-            poisson_sampling=False,
-            grad_sample_mode="hooks",
-        )
+    private, optimizer, _ = opacus_private(model, loader, LR, NOISE_MULTIPLIER, MAX_NORM)
     optimizer.expected_batch_size = int(expected_batch_size(n, q))
     sampling = make_generator(0, "poisson", x.device)
 
