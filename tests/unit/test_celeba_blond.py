@@ -3,24 +3,19 @@ format sample: the Blond_Hair / Male columns, official splits, 178x178 center cr
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
+from celebasample import attributes, pinned_sample
 from PIL import Image
 from realdata import real
 
 from dpminimax.data import (
     celeba,
-    get_dataset_spec,
     load_dataset,
     load_prepared,
-    registry,
     save_prepared,
-    write_canonical_sample,
 )
-from dpminimax.data.checksum import file_digest
 from dpminimax.data.standin import STANDIN_NOTE
 
 N_IMAGES = 15
@@ -29,23 +24,11 @@ N_IMAGES = 15
 @pytest.fixture
 def sample(tmp_path, monkeypatch):
     """A 15-image sample on DPMINIMAX_DATA, pinned by its md5s; returns its directory."""
-    for var, value in {"DPMINIMAX_DATA_RAW": tmp_path / "raw", "DPMINIMAX_DATA": tmp_path,
-                       "DPMINIMAX_CACHE": tmp_path / "cache", "DPMINIMAX_OFFLINE": "1"}.items():
-        monkeypatch.setenv(var, str(value))
-    paths = write_canonical_sample("celeba-blond", tmp_path / "celeba", N_IMAGES, seed=2)
-    md5 = {p.name: file_digest(p, "md5") for p in paths}
-    for name in ("celeba", "celeba-blond"):
-        spec = get_dataset_spec(name)
-        files = tuple(dataclasses.replace(f, md5=md5[f.filename]) for f in spec.files)
-        monkeypatch.setitem(registry.DATASETS, name, dataclasses.replace(spec, files=files))
-    return tmp_path / "celeba"
+    return pinned_sample(tmp_path, monkeypatch, ("celeba", "celeba-blond"), N_IMAGES, seed=2)
 
 
 def test_labels_are_the_blond_hair_column_on_the_official_split(sample):
-    rows = (sample / "list_attr_celeba.txt").read_text().splitlines()[2:]
-    attr = {int(r.split()[0][:6]): np.array(r.split()[1:], dtype=int) for r in rows}
-    partition = {int(name[:6]): int(p) for name, p in (
-        line.split() for line in (sample / "list_eval_partition.txt").read_text().splitlines())}
+    attr, partition = attributes(sample)
     blond, male = celeba.ATTRIBUTES.index("Blond_Hair"), celeba.ATTRIBUTES.index("Male")
     ds = load_dataset("celeba-blond")
     assert ds.kind == "image-files" and ds.feature_names == ["image_id"]

@@ -7,13 +7,13 @@ path. One test compares our reader with ``torchvision.datasets.CelebA`` on the s
 
 from __future__ import annotations
 
-import dataclasses
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from celebasample import attributes, pinned_sample
 
 from dpminimax.data import (
     DatasetNotFoundError,
@@ -21,7 +21,6 @@ from dpminimax.data import (
     get_dataset_spec,
     load_dataset,
     load_prepared,
-    registry,
     save_prepared,
     write_canonical_sample,
 )
@@ -33,25 +32,7 @@ N_IMAGES = 12
 @pytest.fixture
 def sample(tmp_path, monkeypatch):
     """A 12-image sample on DPMINIMAX_DATA, pinned by its md5s; returns its directory."""
-    for var, value in {"DPMINIMAX_DATA_RAW": tmp_path / "raw", "DPMINIMAX_DATA": tmp_path,
-                       "DPMINIMAX_CACHE": tmp_path / "cache", "DPMINIMAX_OFFLINE": "1"}.items():
-        monkeypatch.setenv(var, str(value))
-    paths = write_canonical_sample("celeba", tmp_path / "celeba", N_IMAGES, seed=0)
-    md5 = {p.name: file_digest(p, "md5") for p in paths}
-    for name in ("celeba", "celeba-smiling"):
-        spec = get_dataset_spec(name)
-        files = tuple(dataclasses.replace(f, md5=md5[f.filename]) for f in spec.files)
-        monkeypatch.setitem(registry.DATASETS, name, dataclasses.replace(spec, files=files))
-    return tmp_path / "celeba"
-
-
-def attributes(directory):
-    """Image number -> (attribute row of -1/1 values, official partition) from the text files."""
-    rows = (directory / "list_attr_celeba.txt").read_text().splitlines()[2:]
-    attr = {int(r.split()[0][:6]): np.array(r.split()[1:], dtype=int) for r in rows}
-    parts = dict(line.split() for line in (directory / "list_eval_partition.txt").read_text()
-                 .splitlines())
-    return attr, {int(name[:6]): int(p) for name, p in parts.items()}
+    return pinned_sample(tmp_path, monkeypatch, ("celeba-smiling", "celeba"), N_IMAGES, seed=0)
 
 
 def test_sample_has_the_files_torchvision_checks(sample):
