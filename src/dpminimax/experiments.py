@@ -166,9 +166,7 @@ def expand_jobs(
             raise ExperimentConfigError(
                 f"{where}.scales: no entry for scale {scale!r} (have {sorted(scales)})")
         at_scale = scales[scale]
-        seeds = at_scale.get("seeds")
-        if not seeds:
-            raise ExperimentConfigError(f"{where}.scales.{scale}.seeds: missing or empty")
+        seeds = _seed_list(at_scale.get("seeds"), f"{where}.scales.{scale}.seeds")
         methods = {}
         for method_name in experiment["methods"]:
             try:
@@ -219,7 +217,7 @@ def expand_jobs(
                     except ParameterError as err:
                         raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
-                                    tuple(int(s) for s in seeds), job_params, scale, tuned,
+                                    seeds, job_params, scale, tuned,
                                     attacked=method.task.attacked and not on_problems))
     return jobs
 
@@ -264,6 +262,19 @@ def _overridden(datasets: list[str], override: list[str] | None) -> list[str]:
     family = {_data_family(d) for d in datasets}
     same = [d for d in override if _data_family(d) in family]
     return same or list(datasets)
+
+
+def _seed_list(value: Any, where: str) -> tuple[int, ...]:
+    """A scale's seeds: a list, or ``{from: s, count: c}`` for s, s + 1, ..., s + c - 1 (the
+    200 seeds of a weak gap, spec 003 §5.6)."""
+    if isinstance(value, Mapping):
+        if set(value) != {"from", "count"} or int(value["count"]) < 1:
+            raise ExperimentConfigError(f"{where}: a range is {{from: <seed>, count: <n >= 1>}}, "
+                                        f"got {dict(value)}")
+        return tuple(range(int(value["from"]), int(value["from"]) + int(value["count"])))
+    if not value:
+        raise ExperimentConfigError(f"{where}: missing or empty")
+    return tuple(int(seed) for seed in value)
 
 
 def _epsilon_params(method_spec: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:

@@ -191,7 +191,8 @@ def test_a_job_over_several_n_is_evaluated_run_by_run():
 
     method = get_method("dp_bilevel")
     runs = [RunSpec(0, 1.0, DELTA, {**SMALL, "n": n}) for n in (60, 90)]
-    rows = method.task.evaluate(method, fit_by_shared(method, None, runs, CPU), None, CPU)
+    (fit,) = fit_by_shared(method, None, runs, CPU)
+    rows = method.task.evaluate(method, fit, None, CPU)
     for run, row in zip(runs, rows, strict=True):
         alone = method.fit(None, [run], CPU)
         assert row == pytest.approx(method.task.evaluate(method, alone, None, CPU)[0])

@@ -43,18 +43,20 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
         "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
         "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N},
+        "phased_sgd": {"n": N},
         "dp_bilevel": {"n": N, "outer_steps": 3},
         # paper 004 on the linear model; anchors of 32 rows, SPIDER periods of 3 steps
         "dp_double_spider": DRO, "dp_sgda_dro": DRO, "privatediff_dro": DRO,
         "dp_recursive_spider": DRO}
 #: Methods that release once (their program has one step).
 ONE_STEP = ("output_perturbation", "exact_solution", "ridge_output_perturbation")
-#: Methods that release exact solutions: their sensitivity is a stability bound (BYOA Lemmas
-#: 3.3, 3.5, 4.3, 4.5), not n clipped contributions; test_output_perturbation and
-#: test_phased_minimax check them end to end.
+#: Methods that release exact solutions or SGD outputs: their sensitivity is a stability bound
+#: (BYOA Lemmas 3.3, 3.5, 4.3, 4.5; Hardt et al. 2016 for phased SGD), not n clipped
+#: contributions; test_output_perturbation, test_phased_minimax and test_phased_sgd check them
+#: end to end.
 OUTPUT_RELEASES = ("output_perturbation", "phased_output_perturbation",
                    "phased_minimax_output_perturbation", "csc_output_perturbation",
-                   "ridge_output_perturbation")
+                   "ridge_output_perturbation", "phased_sgd")
 #: Closed-form records of a paper's theorem: not derived from the releases (they say so).
 THEOREM_ACCOUNTANTS = ("paper_theorem_3_3",)
 

@@ -220,3 +220,29 @@ def test_the_balanced_ridge_shrinks_with_n_and_needs_bounded_blocks():
     method = get_method("ridge_output_perturbation")
     with pytest.raises(ValueError, match="bounded blocks"):
         method.plan(RunSpec(0, 0.5, 1e-7, {"problem": "p2_logistic"}), 1000)
+
+
+def test_markov_stopping_audits_every_solver_call():
+    """Spec 003 §6 E9: with Markov stopping (no certificate) every run reports its solver
+    calls and how many missed the accuracy condition; at these deltas none does (the bound is
+    delta / 4 per call). The certificate's runs report no audit; solvers without an a-priori
+    rate are refused at planning."""
+    for name, problem, solver, calls in (
+            ("output_perturbation", "p1_least_squares", "gd", 1),
+            ("phased_output_perturbation", "p1_convex_least_squares", "gd", 8),
+            ("phased_minimax_output_perturbation", "g2_bilinear_game", "extragradient", 16)):
+        method = get_method(name)
+        runs = [RunSpec(seed, 0.5, 1e-6, {"problem": problem, "n": 256, "solver": solver,
+                                          "stopping": "markov"}) for seed in range(3)]
+        fit = method.fit(None, runs, CPU)
+        rows = method.task.evaluate(method, fit, None, CPU)
+        assert [(row["accuracy_violations"], row["solver_calls"]) for row in rows] == [
+            (0, calls)] * 3, name
+        assert all(row["gradient_evaluations"] > 0 for row in rows)
+        certified = method.fit(None, [RunSpec(0, 0.5, 1e-6, {
+            "problem": problem, "n": 256, "solver": solver})], CPU)
+        assert "accuracy_violations" not in method.task.evaluate(method, certified, None,
+                                                                 CPU)[0]
+    with pytest.raises(ValueError, match="a-priori rate"):
+        get_method("output_perturbation").plan(RunSpec(0, 0.5, 1e-6, {
+            "problem": "p1_least_squares", "solver": "svrg", "stopping": "markov"}), 256)

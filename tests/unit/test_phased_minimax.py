@@ -20,6 +20,7 @@ from dpminimax.algorithms.phased_minimax import (
     csc_regularization,
     phase_sensitivities,
 )
+from dpminimax.algorithms.phased_output_perturbation import PhaseSchedule
 from dpminimax.algorithms.problem_method import ProblemMethod
 from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import Parallel, Repeat, plan_event, releases_of
@@ -78,7 +79,7 @@ def test_the_csc_sigmas_as_printed(monkeypatch, mu_y, expected):
 
 def test_phase_sensitivities_follow_the_formula():
     """4L / (nbar sqrt(mu_k min(mu_k, m))) with mu_k = mu 2^k, written out."""
-    got = phase_sensitivities(2.0, 10, 0.1, 4, 0.5)
+    got = phase_sensitivities(2.0, PhaseSchedule((10,) * 4, 2.0), 0.1, 0.5)
     want = [8.0 / (10 * math.sqrt(0.2 * 0.2)), 8.0 / (10 * math.sqrt(0.4 * 0.4)),
             8.0 / (10 * math.sqrt(0.8 * 0.5)), 8.0 / (10 * math.sqrt(1.6 * 0.5))]
     assert got == pytest.approx(want, rel=1e-12)

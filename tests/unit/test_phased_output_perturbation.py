@@ -12,6 +12,7 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
+from dpminimax.algorithms.phased_output_perturbation import phase_schedule
 from dpminimax.algorithms.problem_method import ProblemMethod
 from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import Batch, Parallel, Release, releases_of
@@ -115,3 +116,73 @@ def test_each_phase_is_within_its_radius_of_the_exact_phase_solution(solver):
     (row,) = method.task.evaluate(method, fit, None, CPU)
     assert row["gradient_evaluations"] >= len(states) * chunk
     assert row["gradient_evaluations_per_sample"] == row["gradient_evaluations"] / 256
+
+
+def test_phase_schedules_of_the_ablations():
+    """Spec 003 §6 E10: floor vs ceil of log2 n (the same on a power of 2), and Feldman et
+    al.'s phased-ERM schedule: n_k = floor(n 2^-k), mu_k = mu 8^k, chunks disjoint."""
+    assert phase_schedule(3000).sizes == (272,) * 11
+    assert phase_schedule(3000, "ceil").sizes == (250,) * 12
+    assert phase_schedule(1024, "ceil") == phase_schedule(1024)
+    erm = phase_schedule(1024, schedule="phased_erm")
+    assert erm.sizes == (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+    assert erm.modulus(0.5, 3) == pytest.approx(0.5 * 8 ** 3)
+    assert [erm.rows(k) for k in (1, 2, 10)] == [slice(0, 512), slice(512, 768),
+                                                 slice(1022, 1023)]
+
+
+def test_phased_erm_sensitivities_use_each_phase_size():
+    """B4's phase k releases with sensitivity 4L / (mu 8^k n_k) and the run meets its budget."""
+    method = get_method("phased_output_perturbation")
+    plan = method.plan(RunSpec(0, 0.5, 1e-6, {"schedule": "phased_erm",
+                                              "sigma": "calibrated"}), 1024)
+    params = method.resolve({"schedule": "phased_erm", "n": 1024})
+    lipschitz, mu = method.problem(params).constants.lipschitz, plan.values["mu"]
+    sensitivities = [r.sensitivity for r in releases_of(plan.releases)]
+    assert sensitivities == pytest.approx(
+        [4 * lipschitz / (mu * 8 ** k * (1024 >> k)) for k in range(1, 11)], rel=1e-12)
+    assert plan.record["epsilon"] <= 0.5
+
+
+@pytest.mark.parametrize("options", [{"schedule": "phased_erm"}, {"rounding": "ceil", "n": 300},
+                                     {"project": True}])
+def test_noise_off_ablations_are_their_phases_written_out(options):
+    """Noise off, exact solver: each ablation's program is its schedule's phases written out
+    (the projection is the identity on noiseless, feasible phase solutions)."""
+    method = get_method("phased_exact")
+    run = RunSpec(3, math.inf, 1e-5, {"n": 256, **options})
+    fit = method.fit(None, [run], CPU)
+    params = fit.resolved_params[0]
+    problem = method.problem(params)
+    sample = method.sample(problem, run, params, CPU)
+    schedule = phase_schedule(params["n"], params["rounding"], params["schedule"])
+    x = torch.zeros(problem.blocks[0].dim, dtype=problem.dtype)
+    for k in range(1, schedule.phases + 1):
+        rows = {key: value[schedule.rows(k)] for key, value in sample.items()}
+        x = problem.empirical_solution(rows, prox=({"x": x}, {
+            "x": schedule.modulus(params["mu"], k)}))["x"]
+    torch.testing.assert_close(fit.state["x"][0], x, rtol=0, atol=1e-12)
+
+
+def test_projected_releases_stay_on_the_ball(monkeypatch):
+    """``project``: every release is projected onto X (post-processing); the literal algorithm
+    releases off the ball when the noise takes it there (planted here: a shift of 10 per
+    coordinate). The plan, hence epsilon, does not depend on it."""
+    from dpminimax.privacy.release import BatchedRelease
+
+    perturb = BatchedRelease.perturb
+    monkeypatch.setattr(BatchedRelease, "perturb",
+                        lambda self, values, streams: perturb(self, values, streams) + 10.0)
+    method = get_method("phased_output_perturbation")
+    base = {"n": 256, "problem": "p1_convex_least_squares"}
+    radius = method.problem(method.resolve(base)).blocks[0].radius
+    norms = {}
+    for project in (False, True):
+        run = RunSpec(0, 0.5, 1e-6, {**base, "project": project})
+        norms[project] = []
+        method.fit(None, [run], CPU, monitor=lambda step, model, state, into=norms[project]:
+                   into.append(float(torch.linalg.vector_norm(state["x"][0]))))
+        assert method.plan(run, 256).record == method.plan(RunSpec(0, 0.5, 1e-6, base),
+                                                           256).record
+    assert min(norms[False]) > radius
+    assert max(norms[True]) <= radius * (1 + 1e-12)

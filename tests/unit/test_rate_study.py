@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from dpminimax import api
 from dpminimax.algorithms import expand_runs, get_method
@@ -99,6 +100,26 @@ def test_a_problem_job_trains_one_program_per_n_without_data(tmp_path):
         table[table["p_n"] == 512].drop(columns=["run_id", "code_version"]).reset_index(
             drop=True),
         alone.drop(columns=["run_id", "code_version"]).reset_index(drop=True))
+
+
+def test_a_dimension_sweep_evaluates_every_group_on_its_own_problem(tmp_path):
+    """Grid points of different d train different problems (states of different shapes): the
+    job keeps one result per group, each measured on its own problem, the same rows as each d
+    alone; model.pt keeps every group's state."""
+    config = {**CONFIG, "params": {"problem": "p1_least_squares", "n": 256, "d": [2, 20]},
+              "dataset": "p1_least_squares"}
+    table = api.train(config, data_dir=None, out_dir=tmp_path / "job")
+    assert sorted(zip(table["p_d"], table["seed"], strict=True)) == [(2, 0), (2, 1), (20, 0),
+                                                                     (20, 1)]
+    for d in (2, 20):
+        alone = api.train({**config, "params": {**config["params"], "d": d}}, data_dir=None,
+                          out_dir=tmp_path / f"d{d}")
+        pd.testing.assert_frame_equal(
+            table[table["p_d"] == d].drop(columns=["run_id", "code_version"]).reset_index(
+                drop=True),
+            alone.drop(columns=["run_id", "code_version"]).reset_index(drop=True))
+    saved = torch.load(tmp_path / "job" / "model.pt", weights_only=True)
+    assert [fit["state"]["x"].shape for fit in saved["fits"]] == [(2, 2), (2, 20)]
 
 
 def test_problem_and_dataset_methods_refuse_the_wrong_data(tmp_path):

@@ -42,12 +42,14 @@ def test_the_task_reports_exact_gaps_and_distances():
     rows = method.task.evaluate(method, fit, None, CPU)
     for row in rows:
         assert set(row) == {"population_strong_gap", "empirical_strong_gap", "distance_x",
-                            "distance_y"}
+                            "distance_y", "gradient_evaluations",
+                            "gradient_evaluations_per_sample"}
         assert 0.0 <= row["empirical_strong_gap"] < 1e-4   # at the empirical saddle
         assert row["population_strong_gap"] > row["empirical_strong_gap"]  # sampling error
     _, minimization = _fit("sgda", math.inf, problem="p1_least_squares", n=200, epochs=2)
     rows = method.task.evaluate(method, minimization, None, CPU)
-    assert {"excess_population_risk", "excess_empirical_risk", "distance_x"} == set(rows[0])
+    assert {"excess_population_risk", "excess_empirical_risk", "distance_x",
+            "gradient_evaluations", "gradient_evaluations_per_sample"} == set(rows[0])
     assert all(row["excess_empirical_risk"] >= -1e-12 for row in rows)
 
 
@@ -80,3 +82,48 @@ def test_each_seed_draws_its_own_sample_and_the_instance_is_shared():
     assert not torch.equal(first["a"], second["a"])
     again = problem.sample(10, make_generator(0, "data"))
     assert torch.equal(first["a"], again["a"])
+
+
+def test_counters_are_the_realised_batch_sizes():
+    """One gradient evaluation per example of every step's batch; full batches give n T."""
+    _, fit = _fit("sgda", math.inf, (0,), problem="g1_quadratic_game", n=50, batch_size=50,
+                  epochs=3)
+    assert fit.counters == [{"gradient_evaluations": 150, "gradient_evaluations_per_sample": 3}]
+    _, fit = _fit("dp_sgda", 1.0, (0, 1), problem="g1_quadratic_game", n=400, epochs=2)
+    steps, q = fit.resolved_params[0]["steps"], fit.resolved_params[0]["sampling_rate"]
+    for counters in fit.counters:   # Poisson sizes: mean qnT, sd sqrt(qnT)
+        assert abs(counters["gradient_evaluations"] - q * 400 * steps) < 5 * math.sqrt(
+            q * 400 * steps)
+
+
+@pytest.mark.parametrize(("schedule", "problem"), [("bassily2019", "p1_least_squares"),
+                                                   ("yang2022", "g2_bilinear_game")])
+def test_theory_schedules_follow_their_theorems_at_the_target_epsilon(schedule, problem):
+    method = get_method("dp_sgda")
+    n, eps, delta = 4096, 0.5, 1e-5
+    run = RunSpec(0, eps, delta, {"problem": problem, "n": n, "schedule": schedule})
+    plan = method.plan(run, n)
+    constants = method.problem(method.resolve(run.params)).constants
+    dim = sum(block.dim for block in method.problem(method.resolve(run.params)).blocks)
+    privacy = math.sqrt(dim * math.log(1 / delta)) / eps
+    steps = (math.floor(min(n / 8, n * n / (32 * privacy ** 2))) if schedule == "bassily2019"
+             else n)
+    lr = constants.diameter / constants.lipschitz * (
+        min(4 / math.sqrt(n), 1 / privacy) if schedule == "bassily2019"
+        else 1 / max(math.sqrt(n), privacy))
+    assert plan.values["steps"] == steps
+    assert plan.values["lr"] == pytest.approx(lr)
+    assert plan.values["sampling_rate"] == math.ceil(n * math.sqrt(eps / (4 * steps))) / n
+    assert plan.releases.count == steps
+    assert 0.5 * (1 - 1e-4) <= plan.record["epsilon"] <= 0.5
+    # gradient cost T m = O(n^{3/2} sqrt(eps)) (spec 003 Table 1)
+    assert steps * plan.values["sampling_rate"] * n <= n ** 1.5 * math.sqrt(eps)
+
+
+def test_theory_schedules_refuse_what_they_do_not_cover():
+    method = get_method("dp_sgda")
+    with pytest.raises(ValueError, match="minimization"):
+        method.plan(RunSpec(0, 1.0, 1e-5, {"schedule": "bassily2019"}), 1024)
+    runs = [RunSpec(0, eps, 1e-5, {"n": 64, "schedule": "yang2022"}) for eps in (0.5, 2.0)]
+    with pytest.raises(ValueError, match="one program per epsilon"):
+        method.fit(None, runs, CPU)

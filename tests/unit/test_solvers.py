@@ -50,6 +50,14 @@ def _case(name):
 CASES = ("p1", "p1_prox", "p1_boundary", "g1", "g2_prox")
 
 
+def _bound(problem, examples, prox, target, point):
+    """The certificate at ``point`` (blocks (dim,)) of one run's subproblem."""
+    subproblem = Subproblem(problem, {key: value.unsqueeze(0) for key, value in examples.items()},
+                            [prox], [target], [make_generator(0, "s")], budget=10 ** 9)
+    runs = {b: z.unsqueeze(0) for b, z in point.items()}
+    return float(certificate(subproblem, runs, subproblem.operator(runs))[0])
+
+
 def _distance(point, exact, weights=None):
     return math.sqrt(sum((1.0 if weights is None else weights[b])
                          * float((point[b] - exact[b]).square().sum()) for b in exact))
@@ -82,17 +90,13 @@ def test_the_certificate_bounds_the_true_distance(case):
     solution."""
     problem, examples, prox, weights = _case(case)
     exact = problem.empirical_solution(examples, prox)
-    subproblem = Subproblem(problem, examples, prox, budget=10 ** 9)
     target = Target(1.0, weights)
     generator = make_generator(0, "points")
     for k in range(60):
         point = problem.feasible({b: z + 10.0 ** -(k % 6) * torch.randn(
             z.shape, generator=generator, dtype=z.dtype) for b, z in exact.items()})
-        bound = certificate(subproblem, point, subproblem.operator(point), target)
-        assert _distance(point, exact, weights) <= bound
-    at_solution = problem.feasible(exact)
-    assert certificate(subproblem, at_solution, subproblem.operator(at_solution),
-                       target) < 1e-8
+        assert _distance(point, exact, weights) <= _bound(problem, examples, prox, target, point)
+    assert _bound(problem, examples, prox, target, problem.feasible(exact)) < 1e-8
 
 
 def test_gradient_descent_counts_n_per_step_plus_the_last_certificate():
@@ -104,11 +108,12 @@ def test_gradient_descent_counts_n_per_step_plus_the_last_certificate():
     _, evaluations = solve("gd", problem, examples, prox, 1e9, generator, start=start)
     assert evaluations == N
     radius = 1e-4
-    subproblem = Subproblem(problem, examples, prox, budget=10 ** 9)
     point, steps = start, 0
-    while certificate(subproblem, point, gradient := subproblem.operator(point),
-                      Target(radius)) > radius:
-        point = {"x": problem.block("x").project(point["x"] - gradient["x"] / (0.2 + 1.0))}
+    while _bound(problem, examples, prox, Target(radius), point) > radius:
+        gradient = problem.per_example_grads({"x": point["x"][None]}, {
+            key: value[None] for key, value in examples.items()})["x"][0].mean(0)
+        gradient = gradient + 0.2 * (point["x"] - prox[0]["x"])
+        point = {"x": problem.block("x").project(point["x"] - gradient / (0.2 + 1.0))}
         steps += 1
     solved, evaluations = solve("gd", problem, examples, prox, radius, generator, start=start)
     assert steps > 10 and evaluations == N * (steps + 1)
@@ -186,6 +191,16 @@ def test_an_uncertified_point_is_never_returned():
     problem, examples, prox, _ = _case("p1")
     with pytest.raises(SolverError, match="'gd'.*no certified point within 2048"):
         solve("gd", problem, examples, prox, 1e-12, make_generator(0, "s"), max_passes=4)
+
+
+@pytest.mark.parametrize("solver", ["gd", "agd"])
+def test_a_radius_below_rounding_is_never_certified(solver):
+    """Once a step G / l_G is below z's last digit the computed natural residual is 0; the
+    certificate's rounding term keeps it from certifying a radius finer than float64 can
+    resolve (AGD converged to such a point and certified 1e-20 without it)."""
+    problem, examples, prox, _ = _case("p1")
+    with pytest.raises(SolverError, match="no certified point"):
+        solve(solver, problem, examples, prox, 1e-20, make_generator(0, "s"), max_passes=2000)
 
 
 def test_refusals():

@@ -41,7 +41,7 @@ def test_task_reports_one_weak_gap_per_group_of_seeds_with_its_bound(problem):
     method = get_method("phased_minimax_output_perturbation")
     runs = [run for n in (256, 1024)
             for run in expand_runs([0, 1, 2, 3], 0.9, 1e-7, {"problem": problem, "n": n})]
-    fit = fit_by_shared(method, None, runs, torch.device("cpu"))  # one program per n, joined
+    (fit,) = fit_by_shared(method, None, runs, torch.device("cpu"))  # a program per n, joined
     rows = method.task.evaluate(method, fit, None, torch.device("cpu"))
     weak_by_n = {}
     for n in (256, 1024):

@@ -13,6 +13,7 @@ from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelLocGd, NpAid, Np
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
+from dpminimax.algorithms.nseg import Nseg, Seg
 from dpminimax.algorithms.output_perturbation import (
     ExactSolution,
     OutputPerturbation,
@@ -25,13 +26,14 @@ from dpminimax.algorithms.phased_minimax import (
     PhasedMinimaxOutputPerturbation,
 )
 from dpminimax.algorithms.phased_output_perturbation import PhasedExact, PhasedOutputPerturbation
+from dpminimax.algorithms.phased_sgd import PhasedSgd, PhasedSgdNonPrivate
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
 from dpminimax.algorithms.recursive_spider import (
     DpRecursiveSpider,
     NonPrivateRecursiveSpider,
     Scdro,
 )
-from dpminimax.algorithms.sgda import DpSgda, Sgda
+from dpminimax.algorithms.sgda import DpSgda, DpSgdBassily, Sgda
 from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
 from dpminimax.algorithms.tran2021b import Tran2021b, Tran2021bNonPrivate
 
@@ -45,7 +47,8 @@ METHODS: dict[str, type[Method]] = {
                               CscOutputPerturbation, CscExact, RidgeOutputPerturbation,
                               DpBilevel, DpBilevelLocGd, NpPen, NpAid, DpDoubleSpider,
                               NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
-                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro)
+                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
+                              PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily)
 }
 
 

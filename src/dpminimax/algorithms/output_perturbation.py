@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,19 +42,31 @@ import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
-from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
+from dpminimax.algorithms.problem_method import (
+    PROBLEM_CHECKS,
+    PROBLEM_PARAMETERS,
+    PROBLEM_SHARED,
+    ProblemMethod,
+)
 from dpminimax.algorithms.utility_bounds import output_perturbation_bounds
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy import calibrate_event_parameter, epsilon
 from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan_event
 from dpminimax.problems import Constants, Problem
+from dpminimax.problems.base import Prox
 from dpminimax.seeding import make_generator
-from dpminimax.solvers import SOLVERS, Target, check_solver, solve
+from dpminimax.solvers import SOLVERS, Target, check_solver, solve_runs
 
-SHARED = ("problem", "instance", "n", "sigma", "accountant")
-#: The base-solver parameter of Algs. 1-3 (:mod:`dpminimax.solvers`).
-SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact"}
-SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS)}
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
+#: The base-solver parameters of Algs. 1-5 (:mod:`dpminimax.solvers`). How an iterative base
+#: solver stops: on its certificate (the accuracy condition holds with
+#: probability 1), or after the iterations its a-priori rate needs for the paper's
+#: in-expectation accuracy, Markov's inequality giving the condition with probability
+#: 1 - delta / 4 (delta / 8 on a game), inside the delta / 2 kept for the solver (spec 003 §6
+#: E9: the runs count the calls whose point misses the condition).
+STOPPINGS = ("certificate", "markov")
+SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact", "stopping": "certificate"}
+SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS), "stopping": one_of(*STOPPINGS)}
 
 
 class OutputPerturbation(ProblemMethod):
@@ -82,7 +95,7 @@ class OutputPerturbation(ProblemMethod):
         where there is one) and (``sigma``) the paper's or the calibrated multiplier."""
         params = self.resolve(run.params)
         problem = self.problem(params)
-        check_solver(params["solver"], problem)
+        check_base_solver(params, problem)
         ridge = self.ridge(problem, n, run)
         sensitivities = output_sensitivities(problem, n, ridge)
         return output_plan(self, run, params, len(sensitivities),
@@ -97,7 +110,7 @@ class OutputPerturbation(ProblemMethod):
             raise ValueError(f"runs of one program must share their ridge, got {sorted(ridges)}")
         problem = self.problem(shared)
         return OutputProgram(problem, self.samples(problem, runs, resolved, device),
-                             [run.seed for run in runs], [p["solver"] for p in resolved],
+                             [run.seed for run in runs], BaseSolvers.of(resolved, runs),
                              plans, device=device, ridge=ridges.pop())
 
 
@@ -210,6 +223,58 @@ def ridged_constants(problem: Problem, ridge: float) -> Constants:
         diameter=constants.diameter)
 
 
+def check_base_solver(params: dict[str, Any], problem: Problem) -> None:
+    """Refuse a base solver unfit for ``problem``, or Markov stopping with a solver that has
+    no a-priori rate."""
+    check_solver(params["solver"], problem)
+    if params["stopping"] == "markov" and SOLVERS[params["solver"]].rate is None:
+        raise ValueError(f"stopping 'markov' needs a solver with an a-priori rate "
+                         f"({sorted(k for k, v in SOLVERS.items() if v.rate is not None)}); "
+                         f"{params['solver']!r} has none")
+
+
+@dataclass
+class BaseSolvers:
+    """Every run's base solver, its stopping rule and privacy delta (for Markov stopping), and
+    what the runs' solver calls have cost so far: evaluations (None: the exact solver's, not
+    counted) and, under Markov stopping, the calls whose point missed its target."""
+
+    names: list[str]
+    stopping: str
+    delta: float
+    evaluations: list[int | None] = field(default_factory=list)
+    missed: list[int] = field(default_factory=list)
+    calls: int = 0
+
+    @classmethod
+    def of(cls, resolved: Sequence[dict[str, Any]], runs: Sequence[RunSpec]) -> BaseSolvers:
+        return cls([str(p["solver"]) for p in resolved], str(resolved[0]["stopping"]),
+                   min(run.delta for run in runs), [None] * len(runs), [0] * len(runs))
+
+    def solve(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
+              proxes: Sequence[Prox | None], targets: Sequence[Target | float],
+              streams: Sequence[torch.Generator]) -> list[dict[str, torch.Tensor]]:
+        """Every run's point (:func:`~dpminimax.solvers.solve_runs`), its cost recorded."""
+        markov = self.stopping == "markov"
+        solved = solve_runs(self.names, problem, samples, proxes, targets, streams,
+                            stopping=self.stopping, delta=self.delta if markov else None)
+        self.calls += 1
+        for r, solution in enumerate(solved):
+            if solution.gradient_evaluations is not None:
+                self.evaluations[r] = (self.evaluations[r] or 0) + solution.gradient_evaluations
+            if markov and not solution.meets_target:
+                self.missed[r] += 1
+        return [solution.point for solution in solved]
+
+    def counters(self, n: int) -> list[dict[str, float]]:
+        """Every run's metric columns: :func:`solver_counters` and, under Markov stopping,
+        ``accuracy_violations`` of its ``solver_calls``."""
+        audit = [{"accuracy_violations": missed, "solver_calls": self.calls}
+                 if self.stopping == "markov" else {} for missed in self.missed]
+        return [{**solver_counters(count, n), **extra}
+                for count, extra in zip(self.evaluations, audit, strict=True)]
+
+
 def solver_counters(evaluations: int | None, n: int) -> dict[str, float]:
     """A run's metric columns for its base solver's per-sample gradient evaluations (none
     for the exact solver, which counts none)."""
@@ -248,11 +313,11 @@ class OutputProgram:
     """One step: every run's empirical solution by its base solver (certified to
     :func:`output_target`; its randomness from stream ``"solver"``), each block released with
     its noise (stream ``"noise_<block>"``). ``model`` is the problem; ``counters`` are the
-    runs' :func:`solver_counters`. With ``ridge`` the empirical objective gets the ridge of
+    runs' :meth:`BaseSolvers.counters`. With ``ridge`` the empirical objective gets the ridge of
     :func:`ridged_constants` (a proximal term centred at 0)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
-                 seeds: Sequence[int], solvers: Sequence[str], plans: Sequence[RunPlan], *,
+                 seeds: Sequence[int], solvers: BaseSolvers, plans: Sequence[RunPlan], *,
                  device: torch.device, ridge: float = 0.0) -> None:
         self.model, self.samples, self.steps = problem, samples, 1
         self.solvers = solvers
@@ -272,12 +337,10 @@ class OutputProgram:
         self.state: dict[str, torch.Tensor] = {}
 
     def step(self) -> None:
-        solved = [solve(name, self.model, sample, self.prox, self.target, stream)
-                  for name, sample, stream in zip(self.solvers, self.samples,
-                                                  self.solver_streams, strict=True)]
-        solutions = [solution.point for solution in solved]
-        self.counters = [solver_counters(solution.gradient_evaluations, self.n)
-                         for solution in solved]
+        runs = len(self.samples)
+        solutions = self.solvers.solve(self.model, self.samples, [self.prox] * runs,
+                                       [self.target] * runs, self.solver_streams)
+        self.counters = self.solvers.counters(self.n)
         self.state = {name: release.perturb(torch.stack([s[name] for s in solutions]),
                                             self.noise[name])
                       for name, release in self.releases.items()}

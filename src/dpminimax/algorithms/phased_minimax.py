@@ -52,7 +52,13 @@ from typing import Any, ClassVar
 import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.output_perturbation import SOLVER_CHECKS, SOLVER_PARAMETERS, output_plan
+from dpminimax.algorithms.output_perturbation import (
+    SOLVER_CHECKS,
+    SOLVER_PARAMETERS,
+    BaseSolvers,
+    check_base_solver,
+    output_plan,
+)
 from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
 from dpminimax.algorithms.phased_output_perturbation import (
     PhasedProgram,
@@ -62,14 +68,19 @@ from dpminimax.algorithms.phased_output_perturbation import (
     phase_sensitivities,
     phased_releases,
 )
-from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
+from dpminimax.algorithms.problem_method import (
+    PROBLEM_CHECKS,
+    PROBLEM_PARAMETERS,
+    PROBLEM_SHARED,
+    ProblemMethod,
+)
 from dpminimax.algorithms.utility_bounds import csc_bounds, phased_minimax_bounds
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.release import Repeat
 from dpminimax.problems import Block, Problem
-from dpminimax.solvers import Target, check_solver
+from dpminimax.solvers import Target
 
-SHARED = ("problem", "instance", "n", "sigma", "accountant")
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 
 
 def cc_regularization(lipschitz: float, diameter: float, dim: int, n: int, epsilon: float,
@@ -116,7 +127,7 @@ class PhasedGameMethod(ProblemMethod):
 
     @staticmethod
     @abstractmethod
-    def target(problem: Problem, chunk: int) -> PhaseTarget:
+    def target(problem: Problem) -> PhaseTarget:
         """A phase's accuracy condition (what its base solver certifies)."""
 
     def game(self, run: RunSpec) -> tuple[dict[str, Any], Problem, Block, Block]:
@@ -125,7 +136,7 @@ class PhasedGameMethod(ProblemMethod):
         params = self.resolve(run.params)
         problem = self.problem(params)
         x, y = game_blocks(problem, self.name, params["problem"])
-        check_solver(params["solver"], problem)
+        check_base_solver(params, problem)
         return params, problem, x, y
 
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
@@ -135,8 +146,9 @@ class PhasedGameMethod(ProblemMethod):
         x, y = game_blocks(problem, self.name, shared["problem"])
         return PhasedProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], resolved, plans,
-                             self.sides(x.name, y.name),
-                             self.target(problem, int(resolved[0]["chunk"])), device=device)
+                             BaseSolvers.of(resolved, runs), self.sides(x.name, y.name),
+                             self.target(problem),
+                             phase_schedule(int(shared["n"])), device=device)
 
 
 class PhasedMinimaxOutputPerturbation(PhasedGameMethod):
@@ -155,26 +167,26 @@ class PhasedMinimaxOutputPerturbation(PhasedGameMethod):
         return (x, y), (y, x)
 
     @staticmethod
-    def target(problem: Problem, chunk: int) -> PhaseTarget:
+    def target(problem: Problem) -> PhaseTarget:
         """Alg. 4 line 4 (Alg. 5 symmetric): mu_k ||x_k - x*_k||^2 + mu ||y_k - y*_k||^2 <=
         L^2 / (mu nbar^2)."""
         lipschitz = problem.constants.lipschitz
-        return lambda moduli, mu: Target(lipschitz / (math.sqrt(mu) * chunk), moduli)
+        return lambda moduli, mu, chunk: Target(lipschitz / (math.sqrt(mu) * chunk), moduli)
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """K phases of Alg. 4 (releasing x) and K of Alg. 5 (releasing y): each algorithm's
         phases in parallel, the two algorithms composed."""
         params, problem, x, y = self.game(run)
         constants = problem.constants
-        phases, chunk = phase_schedule(n)
+        schedule = phase_schedule(n)
         mu = cc_regularization(constants.lipschitz, constants.diameter, max(x.dim, y.dim), n,
                                run.epsilon, run.delta)
-        sensitivities = phase_sensitivities(constants.lipschitz, chunk, mu, phases, mu)
+        sensitivities = phase_sensitivities(constants.lipschitz, schedule, mu, mu)
         return output_plan(
             self, run, params, 2,
             lambda multiplier: Repeat((phased_releases(x.name, sensitivities, multiplier),
                                        phased_releases(y.name, sensitivities, multiplier))),
-            {"phases": phases, "chunk": chunk, "mu": mu})
+            {"phases": schedule.phases, "chunk": schedule.sizes[0], "mu": mu})
 
 
 class CscOutputPerturbation(PhasedGameMethod):
@@ -193,14 +205,14 @@ class CscOutputPerturbation(PhasedGameMethod):
         return ((x, None),)
 
     @staticmethod
-    def target(problem: Problem, chunk: int) -> PhaseTarget:
+    def target(problem: Problem) -> PhaseTarget:
         """Cor. 4.9: mu_k ||x_k - x*_k||^2 + mu_y ||y_k - y*_k||^2 <= L^2 / (nbar^2
         min(mu_k, mu_y))."""
         lipschitz = problem.constants.lipschitz
         (x,), (y,) = problem.minimized, problem.maximized
         concavity = problem.constants.strong_convexity[y]
 
-        def target(moduli: dict[str, float], mu: float) -> Target:
+        def target(moduli: dict[str, float], mu: float, chunk: int) -> Target:
             return Target(lipschitz / (chunk * math.sqrt(min(moduli[x], concavity))),
                           {x: moduli[x], y: concavity})
         return target
@@ -214,14 +226,14 @@ class CscOutputPerturbation(PhasedGameMethod):
             raise ValueError(f"method {self.name!r} (BYOA Cor. 4.9) needs a problem strongly "
                              f"concave in {y.name}; problem {params['problem']!r} has "
                              f"mu_{y.name} = {concavity:g}")
-        phases, chunk = phase_schedule(n)
+        schedule = phase_schedule(n)
         mu = csc_regularization(constants.lipschitz, constants.diameter, x.dim, n, run.epsilon,
                                 run.delta)
-        sensitivities = phase_sensitivities(constants.lipschitz, chunk, mu, phases, concavity)
+        sensitivities = phase_sensitivities(constants.lipschitz, schedule, mu, concavity)
         return output_plan(
             self, run, params, 1,
             lambda multiplier: phased_releases(x.name, sensitivities, multiplier),
-            {"phases": phases, "chunk": chunk, "mu": mu})
+            {"phases": schedule.phases, "chunk": schedule.sizes[0], "mu": mu})
 
 
 PhasedMinimaxExact = nonprivate_twin(

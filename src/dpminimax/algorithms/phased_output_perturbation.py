@@ -14,12 +14,19 @@ a-priori bound on ||x*|| (non-private: (L / D) / sqrt(n), spec 003 §2.10). Ever
 full budget and the phases compose in parallel over the disjoint chunks
 (:class:`~dpminimax.privacy.release.Parallel`); the noise multiplier and the delta split are
 Alg. 1's (:func:`~dpminimax.algorithms.output_perturbation.output_plan`).
+
+Ablations (spec 003 §6 E10): ``schedule: phased_erm`` is Feldman et al. 2020's phased-ERM
+schedule (B4: phase k on n_k = floor(n 2^-k) examples with mu_k = mu 8^k; sensitivity and
+accuracy with that phase's n_k); ``rounding: ceil`` takes K = ceil(log2 n) phases (the same K
+as floor when n is a power of 2); ``project: true`` projects every release onto X (post-
+processing; the literal algorithm does not).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -28,21 +35,30 @@ from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.output_perturbation import (
     SOLVER_CHECKS,
     SOLVER_PARAMETERS,
+    BaseSolvers,
+    check_base_solver,
     output_plan,
     output_releases,
-    solver_counters,
 )
-from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
-from dpminimax.algorithms.problem_method import PROBLEM_CHECKS, PROBLEM_PARAMETERS, ProblemMethod
+from dpminimax.algorithms.params import ACCOUNTANT, FLAG, Check, one_of
+from dpminimax.algorithms.problem_method import (
+    PROBLEM_CHECKS,
+    PROBLEM_PARAMETERS,
+    PROBLEM_SHARED,
+    ProblemMethod,
+)
 from dpminimax.algorithms.utility_bounds import phased_output_perturbation_bounds
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.release import BatchedRelease, Parallel
 from dpminimax.problems import Problem
 from dpminimax.problems.base import Prox
 from dpminimax.seeding import make_generator
-from dpminimax.solvers import Target, check_solver, solve
+from dpminimax.solvers import Target
 
-SHARED = ("problem", "instance", "n", "sigma", "accountant")
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "schedule", "rounding", "project")
+
+#: mu_k = mu growth^k: Alg. 2's schedule (2^k), Feldman et al. 2020's phased ERM (2^{3k}).
+SCHEDULE_GROWTH = {"paper": 2.0, "phased_erm": 8.0}
 
 
 class PhasedOutputPerturbation(ProblemMethod):
@@ -55,10 +71,14 @@ class PhasedOutputPerturbation(ProblemMethod):
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS,
                                             "problem": "p1_convex_least_squares",
                                             "sigma": "paper", "accountant": "pld",
-                                            **SOLVER_PARAMETERS}
+                                            "schedule": "paper", "rounding": "floor",
+                                            "project": False, **SOLVER_PARAMETERS}
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),
-                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS}
+                                          "accountant": ACCOUNTANT,
+                                          "schedule": one_of(*SCHEDULE_GROWTH),
+                                          "rounding": one_of("floor", "ceil"),
+                                          "project": FLAG, **SOLVER_CHECKS}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     utility_bounds = staticmethod(phased_output_perturbation_bounds)
 
@@ -69,46 +89,79 @@ class PhasedOutputPerturbation(ProblemMethod):
         if problem.maximized:
             raise ValueError(f"method {self.name!r} is Alg. 2 for minimization; problem "
                              f"{params['problem']!r} is a min-max problem")
-        check_solver(params["solver"], problem)
+        check_base_solver(params, problem)
         (block,) = problem.blocks
         constants = problem.constants
         lipschitz, bound = constants.lipschitz, constants.diameter
-        phases, chunk = phase_schedule(n)
+        schedule = phase_schedule(n, params["rounding"], params["schedule"])
         mu = self.calibrate(run, lambda: lipschitz / bound * max(
             1.0 / math.sqrt(n), 14.0 * math.log2(n) * math.sqrt(
                 block.dim * math.log(2.5 / run.delta)) / (n * run.epsilon)),
             lipschitz / bound / math.sqrt(n))
-        sensitivities = phase_sensitivities(lipschitz, chunk, mu, phases, math.inf)
+        sensitivities = phase_sensitivities(lipschitz, schedule, mu, math.inf)
         return output_plan(
             self, run, params, 1,
             lambda multiplier: phased_releases(block.name, sensitivities, multiplier),
-            {"phases": phases, "chunk": chunk, "mu": mu})
+            {"phases": schedule.phases, "chunk": schedule.sizes[0], "mu": mu})
 
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> PhasedProgram:
         problem = self.problem(shared)
         (block,) = problem.blocks
-        lipschitz, chunk = problem.constants.lipschitz, int(resolved[0]["chunk"])
+        lipschitz = problem.constants.lipschitz
         return PhasedProgram(problem, self.samples(problem, runs, resolved, device),
-                             [run.seed for run in runs], resolved, plans, ((block.name, None),),
-                             lambda moduli, mu: lipschitz / (moduli[block.name] * chunk),
-                             device=device)
+                             [run.seed for run in runs], resolved, plans,
+                             BaseSolvers.of(resolved, runs), ((block.name, None),),
+                             lambda moduli, mu, size: lipschitz / (moduli[block.name] * size),
+                             phase_schedule(int(shared["n"]), shared["rounding"],
+                                            shared["schedule"]),
+                             project=bool(shared["project"]), device=device)
 
 
-def phase_schedule(n: int) -> tuple[int, int]:
-    """(K, nbar): K = floor(log2 n) phases (at least one) of nbar = floor(n / K) examples."""
-    phases = max(1, int(math.log2(n)))
-    return phases, n // phases
+@dataclass(frozen=True)
+class PhaseSchedule:
+    """The phases of a phased program: phase k (1-based) reads the ``sizes[k - 1]`` examples
+    after the previous phases' (consecutive disjoint chunks) and is regularized at
+    mu_k = mu ``growth``^k."""
+
+    sizes: tuple[int, ...]
+    growth: float
+
+    @property
+    def phases(self) -> int:
+        return len(self.sizes)
+
+    def rows(self, k: int) -> slice:
+        """Phase k's chunk of the sample."""
+        start = sum(self.sizes[:k - 1])
+        return slice(start, start + self.sizes[k - 1])
+
+    def modulus(self, mu: float, k: int) -> float:
+        """mu_k."""
+        return mu * self.growth ** k
 
 
-def phase_sensitivities(lipschitz: float, chunk: int, mu: float, phases: int,
+def phase_schedule(n: int, rounding: str = "floor", schedule: str = "paper") -> PhaseSchedule:
+    """Alg. 2's K = floor(log2 n) (``rounding`` ceil: ceil(log2 n)) phases, at least one, of
+    nbar = floor(n / K) examples each (``schedule`` paper), or of n_k = max(1, floor(n 2^-k))
+    (``phased_erm``, Feldman et al. 2020; their sum is at most n)."""
+    phases = max(1, math.ceil(math.log2(n)) if rounding == "ceil" else int(math.log2(n)))
+    if schedule == "phased_erm":
+        sizes = tuple(max(1, n >> k) for k in range(1, phases + 1))
+    else:
+        sizes = (n // phases,) * phases
+    return PhaseSchedule(sizes, SCHEDULE_GROWTH[schedule])
+
+
+def phase_sensitivities(lipschitz: float, schedule: PhaseSchedule, mu: float,
                         concavity: float) -> list[float]:
-    """Phase k's replace-one sensitivity 4L / (nbar sqrt(mu_k min(mu_k, concavity))),
-    mu_k = mu 2^k, k = 1..K: Alg. 2 with ``concavity`` inf (4L / (mu_k nbar)), Algs. 4 and 5
-    with mu (4L / (nbar sqrt(mu_k mu))), Cor. 4.9 with mu_y."""
-    return [4.0 * lipschitz / (chunk * math.sqrt(mu * 2 ** k * min(mu * 2 ** k, concavity)))
-            for k in range(1, phases + 1)]
+    """Phase k's replace-one sensitivity 4L / (n_k sqrt(mu_k min(mu_k, concavity))), k = 1..K:
+    Alg. 2 with ``concavity`` inf (4L / (mu_k nbar)), Algs. 4 and 5 with mu
+    (4L / (nbar sqrt(mu_k mu))), Cor. 4.9 with mu_y."""
+    return [4.0 * lipschitz / (size * math.sqrt(schedule.modulus(mu, k) * min(
+        schedule.modulus(mu, k), concavity)))
+            for k, size in enumerate(schedule.sizes, start=1)]
 
 
 def phased_releases(block: str, sensitivities: Sequence[float], multiplier: float) -> Parallel:
@@ -121,8 +174,9 @@ def phased_releases(block: str, sensitivities: Sequence[float], multiplier: floa
 #: One algorithm of a phased program: (the block it releases, the block it regularizes at mu
 #: around 0, or None).
 Side = tuple[str, str | None]
-#: A phase's accuracy (what its base solver certifies) from its proximal moduli and mu.
-PhaseTarget = Callable[[dict[str, float], float], "float | Target"]
+#: A phase's accuracy (what its base solver certifies) from its proximal moduli, mu and the
+#: phase's sample size.
+PhaseTarget = Callable[[dict[str, float], float, int], "float | Target"]
 
 
 class PhasedProgram:
@@ -131,22 +185,25 @@ class PhasedProgram:
     algorithm t % len(sides)). Every run solves that chunk's regularized problem with its base
     solver (stream ``"solver"``; warm-started at the prox centers), certified to ``target``:
     the released block at mu_k = mu 2^k around its last release, the side's other block, if
-    any, at mu around 0; and releases the block (stream ``"noise_<block>"``). ``state`` holds
+    any, at mu around 0; and releases the block (stream ``"noise_<block>"``; with ``project``
+    projected onto its ball, post-processing). ``state`` holds
     the released blocks after the steps so far, ``counters`` the runs' solver counts so far
-    (:func:`~dpminimax.algorithms.output_perturbation.solver_counters`)."""
+    (:meth:`~dpminimax.algorithms.output_perturbation.BaseSolvers.counters`)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
                  seeds: Sequence[int], params: Sequence[dict[str, Any]],
-                 plans: Sequence[RunPlan], sides: tuple[Side, ...], target: PhaseTarget, *,
+                 plans: Sequence[RunPlan], solvers: BaseSolvers, sides: tuple[Side, ...],
+                 target: PhaseTarget,
+                 schedule: PhaseSchedule, *, project: bool = False,
                  device: torch.device) -> None:
         self.model, self.samples, self.sides, self.target = problem, samples, sides, target
-        phases, self.chunk = int(params[0]["phases"]), int(params[0]["chunk"])
+        self.schedule, self.project = schedule, project
+        phases = schedule.phases
         self.steps = phases * len(sides)
         self.mu = [float(p["mu"]) for p in params]
-        self.solvers = [str(p["solver"]) for p in params]
+        self.solvers = solvers
         self.solver_streams = [make_generator(seed, "solver") for seed in seeds]
         self.n = len(next(iter(samples[0].values())))
-        self.evaluations: list[int | None] = [None for _ in seeds]
         self.counters: list[dict[str, float]] = [{} for _ in seeds]
         released = [block for block, _ in sides]
         self.releases = {(block, k): BatchedRelease(
@@ -162,27 +219,27 @@ class PhasedProgram:
     def step(self) -> None:
         k = self.done // len(self.sides) + 1
         block, fixed = self.sides[self.done % len(self.sides)]
-        rows = slice((k - 1) * self.chunk, k * self.chunk)
-        points = []
-        for r, sample in enumerate(self.samples):
-            centers, moduli = self.prox(r, k, block, fixed)
-            point, evaluations = solve(
-                self.solvers[r], self.model, {key: value[rows] for key, value in sample.items()},
-                (centers, moduli), self.target(moduli, self.mu[r]), self.solver_streams[r])
-            points.append(point[block])
-            if evaluations is not None:
-                self.evaluations[r] = (self.evaluations[r] or 0) + evaluations
-        self.counters = [solver_counters(count, self.n) for count in self.evaluations]
-        self.state = {**self.state,
-                      block: self.releases[block, k].perturb(torch.stack(points),
-                                                             self.noise[block])}
+        rows = self.schedule.rows(k)
+        proxes = [self.prox(r, k, block, fixed) for r in range(len(self.samples))]
+        solved = self.solvers.solve(
+            self.model,
+            [{key: value[rows] for key, value in sample.items()} for sample in self.samples],
+            proxes, [self.target(moduli, mu, self.schedule.sizes[k - 1])
+                     for (_, moduli), mu in zip(proxes, self.mu, strict=True)],
+            self.solver_streams)
+        points = [point[block] for point in solved]
+        self.counters = self.solvers.counters(self.n)
+        released = self.releases[block, k].perturb(torch.stack(points), self.noise[block])
+        if self.project:
+            released = self.model.block(block).project(released)
+        self.state = {**self.state, block: released}
         self.done += 1
 
     def prox(self, run: int, k: int, block: str, fixed: str | None) -> Prox:
         """Run ``run``'s proximal term in phase k: ``block`` at mu_k around its last release,
         ``fixed`` (if any) at mu around 0."""
         centers = {block: self.state[block][run]}
-        moduli = {block: self.mu[run] * 2 ** k}
+        moduli = {block: self.schedule.modulus(self.mu[run], k)}
         if fixed is not None:
             centers[fixed] = torch.zeros(self.model.block(fixed).dim, dtype=self.model.dtype,
                                          device=centers[block].device)

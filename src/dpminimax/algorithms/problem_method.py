@@ -4,6 +4,9 @@ instance from its parameters, each run's own sample, and the synthetic-optimizat
 from __future__ import annotations
 
 import functools
+import inspect
+import math
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -16,10 +19,24 @@ from dpminimax.problems import PROBLEMS, Problem, get_problem
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import SYNTHETIC_OPTIMIZATION
 
-#: The parameters of every problem method: which problem, which instance, how many examples.
-PROBLEM_PARAMETERS: dict[str, Any] = {"problem": "g1_quadratic_game", "instance": 0, "n": 1024}
-PROBLEM_CHECKS: dict[str, Check] = {"problem": one_of(*PROBLEMS), "instance": NON_NEGATIVE,
-                                    "n": COUNT}
+#: ``tau`` as a power of n: "n^-0.5" is tau = n^-0.5 (spec 003 §5.6: l D / L in {1, n^(1/4),
+#: n^(1/2), n^(3/4)} through P3's tau).
+_POWER_OF_N = re.compile(r"^n\^(-?[0-9]*\.?[0-9]+)$")
+DEFAULT_TAU = "default"
+
+#: The parameters of every problem method: which problem, which instance, how many examples,
+#: the dimension d (of every block) and, for problems with one (P3), the smoothness scale tau
+#: ("default": the problem's own; a number; or "n^p", a power of the run's n).
+PROBLEM_PARAMETERS: dict[str, Any] = {"problem": "g1_quadratic_game", "instance": 0, "n": 1024,
+                                      "d": 10, "tau": DEFAULT_TAU}
+PROBLEM_CHECKS: dict[str, Check] = {
+    "problem": one_of(*PROBLEMS), "instance": NON_NEGATIVE, "n": COUNT, "d": COUNT,
+    "tau": Check(f"{DEFAULT_TAU!r}, a number > 0 or a power of n such as 'n^-0.5'",
+                 lambda v: v == DEFAULT_TAU or (isinstance(v, str) and bool(_POWER_OF_N.match(v)))
+                 or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                     and math.isfinite(v) and v > 0))}
+#: The parameters that fix a job's problem instance (shared by its runs).
+PROBLEM_SHARED: tuple[str, ...] = ("problem", "instance", "n", "d", "tau")
 
 
 class ProblemMethod(Method):
@@ -30,9 +47,11 @@ class ProblemMethod(Method):
 
     @staticmethod
     def problem(params: dict[str, Any]) -> Problem:
-        """The problem instance of resolved ``params`` (fixed by ``instance``, shared by the
-        runs of a job)."""
-        return _problem(str(params["problem"]), int(params["instance"]))
+        """The problem instance of resolved ``params`` (fixed by ``instance``, ``d`` and
+        ``tau``; shared by the runs of a job)."""
+        return _problem(str(params["problem"]), int(params["instance"]),
+                        int(params.get("d", PROBLEM_PARAMETERS["d"])),
+                        problem_tau(params.get("tau", DEFAULT_TAU), int(params["n"])))
 
     @staticmethod
     def sample(problem: Problem, run: RunSpec, params: dict[str, Any],
@@ -59,6 +78,23 @@ class ProblemMethod(Method):
         return {}
 
 
+def problem_tau(value: Any, n: int) -> float | None:
+    """The tau of parameter ``value`` at sample size n (None: the problem's default)."""
+    if value == DEFAULT_TAU:
+        return None
+    if isinstance(value, str):
+        return float(n) ** float(_POWER_OF_N.match(value).group(1))
+    return float(value)
+
+
 @functools.lru_cache(maxsize=64)
-def _problem(name: str, instance: int) -> Problem:
-    return get_problem(name, seed=instance)
+def _problem(name: str, instance: int, d: int, tau: float | None) -> Problem:
+    options: dict[str, Any] = {"seed": instance, "d": d}
+    if tau is not None:
+        tunable = sorted(key for key, cls in PROBLEMS.items()
+                         if "tau" in inspect.signature(cls).parameters)
+        if name not in tunable:
+            raise ValueError(f"problem {name!r} has no smoothness scale tau (only {tunable} "
+                             "do); leave the parameter tau at 'default'")
+        options["tau"] = tau
+    return get_problem(name, **options)

@@ -88,8 +88,7 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: s
     if selection is None:
         runs = expand_runs(config["seeds"], epsilon, float(config["delta"]),
                            config.get("params", {}))
-        fit = fit_by_shared(method, data, runs, device)
-        records = [{} for _ in runs]
+        fits = fit_by_shared(method, data, runs, device)
     else:
         config["selection"] = str(Path(selection).resolve())
         tuning = TuningSpec.from_dict(config["tuning"])
@@ -100,44 +99,52 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: s
         fit, records = fit_with_selection(method, data, runs, device, x_val=x_val, y_val=y_val,
                                           eval_every=tuning.eval_every)
         records = [{"config_id": i, **record} for i, record in zip(ids, records, strict=True)]
-    require_finite(fit, method.name)
-    table = _run_table(config, method, fit, data, device, records)
+        fits = [fit]
+    for fit in fits:
+        require_finite(fit, method.name)
+    table = pd.concat([_run_table(config, method, fit, data, device,
+                                  records if selection is not None else [{} for _ in fit.runs])
+                       for fit in fits], ignore_index=True)
     with atomic_directory(out) as tmp:  # all four files are new, or none is
         write_parquet(table, tmp / "metrics.parquet")
         write_json(tmp / "accounting.json", {
-            "runs": [{"run_id": run.run_id, **acc} for run, acc in zip(fit.runs, fit.accounting,
-                                                                       strict=True)]
+            "runs": [{"run_id": run.run_id, **acc} for fit in fits
+                     for run, acc in zip(fit.runs, fit.accounting, strict=True)]
         })
-        torch.save({
-            "model": _model_record(fit.model),
-            "state": {k: v.cpu() for k, v in fit.state.items()},
-            "run_ids": [run.run_id for run in fit.runs],
-        }, tmp / "model.pt")
+        records = [{"model": _model_record(fit.model),
+                    "state": {k: v.cpu() for k, v in fit.state.items()},
+                    "run_ids": [run.run_id for run in fit.runs]} for fit in fits]
+        torch.save(records[0] if len(records) == 1 else {"fits": records}, tmp / "model.pt")
         write_json(tmp / "run_config.json", config)
     return table
 
 
-def fit_by_shared(method, data: PreparedDataset | None, runs: Sequence, device: torch.device):
+def fit_by_shared(method, data: PreparedDataset | None, runs: Sequence,
+                  device: torch.device) -> list:
     """``method.fit`` of ``runs`` as one batched program per group of
-    :func:`~dpminimax.algorithms.base.shared_groups`, each with the workflow's finite guard;
-    one :class:`FitResult` of every run (the groups must train the same model with states of
-    one shape)."""
+    :func:`~dpminimax.algorithms.base.shared_groups`, each with the workflow's finite guard:
+    one :class:`FitResult` of every run where the groups train the same model with states of
+    one shape; else, for a method whose task draws its own data (a synthetic problem whose
+    instance depends on a swept parameter: its dimension d, P3's tau = n^p), the groups' own
+    results, each evaluated on its own problem."""
     fits = [method.fit(data, group, device, monitor=finite_guard(method.name, group))
             for group in shared_groups(method, runs)]
     first = fits[0]
     if len(fits) == 1:
-        return first
+        return fits
     if any(fit.model != first.model or fit.state.keys() != first.state.keys()
            or any(fit.state[k].shape[1:] != first.state[k].shape[1:] for k in fit.state)
            for fit in fits):
+        if method.task.draws_data and not method.task.attacked:
+            return fits
         raise ValueError(f"method {method.name!r}: the job's grid points with different "
                          f"{list(method.shared_parameters)} train different models; put them "
                          "in separate jobs (methods or experiments)")
     per_run = {f.name: [item for fit in fits for item in getattr(fit, f.name)]
                for f in dataclasses.fields(first) if isinstance(getattr(first, f.name), list)}
-    return dataclasses.replace(
+    return [dataclasses.replace(
         first, state={k: torch.cat([fit.state[k] for fit in fits]) for k in first.state},
-        **per_run)
+        **per_run)]
 
 
 def _job_data(method, data_dir: str | Path | None) -> PreparedDataset | None:

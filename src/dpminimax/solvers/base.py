@@ -9,12 +9,15 @@ and a saddle-point problem are both the variational inequality "find z* in Z wit
 empirical mean of the per-example losses (the *data* part, reached only through the counted
 oracle) plus the proximal term (the *regularizer*: moduli[b] / 2 ||z_b - c_b||^2, with a minus
 on a maximized block; free, spec §7 row 11).
+
+A :class:`Subproblem` holds R runs at once (the run axis): every block is (R, dim) and every
+per-run scalar (a modulus, a step size, a radius) is a column (R, 1) that broadcasts against it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -45,97 +48,143 @@ class Target:
 
 @dataclass(frozen=True)
 class Quadratic:
-    """An isotropic quadratic per block in operator form, moduli[b] / 2 ||z_b - centers[b]||^2
-    (minus on a maximized block): its operator and its prox step with the ball's indicator."""
+    """R isotropic quadratics per block in operator form, moduli[b] / 2 ||z_b - centers[b]||^2
+    (minus on a maximized block; moduli (R, 1), centers (R, dim)): their operator and their prox
+    step with the ball's indicator."""
 
-    moduli: Mapping[str, float]
+    moduli: Mapping[str, torch.Tensor]
     centers: Mapping[str, torch.Tensor]
 
-    def operator(self, point: Point) -> Point:
-        """moduli[b] (z_b - c_b) per block (0 where the modulus is 0)."""
-        return {b: self.moduli[b] * (z - self.centers[b]) if self.moduli[b] else
-                torch.zeros_like(z) for b, z in point.items()}
+    @classmethod
+    def of(cls, proxes: Sequence[Prox | None], blocks: Mapping[str, Block],
+           like: torch.Tensor) -> Quadratic:
+        """The run axis of R proximal terms (None, or a block absent from one: modulus 0,
+        center 0)."""
+        terms = [prox if prox is not None else ({}, {}) for prox in proxes]
+        return cls({b: like.new_tensor([[float(moduli.get(b, 0.0))] for _, moduli in terms])
+                    for b in blocks},
+                   {b: torch.stack([centers[b].to(like) if b in centers else
+                                    like.new_zeros(block.dim) for centers, _ in terms])
+                    for b, block in blocks.items()})
 
-    def prox(self, blocks: Mapping[str, Block], point: Point, step: float) -> Point:
+    def operator(self, point: Point) -> Point:
+        """moduli[b] (z_b - c_b) per block."""
+        return {b: self.moduli[b] * (z - self.centers[b]) for b, z in point.items()}
+
+    def prox(self, blocks: Mapping[str, Block], point: Point,
+             step: float | torch.Tensor) -> Point:
         """argmin_z ||z - u||^2 / (2 step) + this quadratic over Z (the product of ``blocks``'
         balls), block by block: Pi((u + step m c) / (1 + step m)) (spec §2.9b)."""
-        return {b: blocks[b].project(
-            (u + step * self.moduli[b] * self.centers[b]) / (1.0 + step * self.moduli[b])
-            if self.moduli[b] else u) for b, u in point.items()}
+        return {b: blocks[b].project((u + step * self.moduli[b] * self.centers[b])
+                                     / (1.0 + step * self.moduli[b])) for b, u in point.items()}
+
+
+def smallest(moduli: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The per-run minimum (R, 1) over the blocks of per-run scalars (R, 1)."""
+    return torch.stack(list(moduli.values())).amin(0)
 
 
 class Subproblem:
-    """One run's finite-sum subproblem: ``problem``'s empirical objective on ``examples``
-    (n, ...) plus the proximal term ``prox``, with the a-priori constants the solvers' step
-    sizes come from (never from the sample) and the counter of per-sample oracle calls: one
-    call returns every block's gradient at one example and costs 1, a full operator costs n
-    (spec 003 §7 row 11). More than ``budget`` evaluations is a :class:`SolverError`."""
+    """R runs' finite-sum subproblems: ``problem``'s empirical objective on each run's examples
+    (``samples`` (R, n, ...)) plus its proximal term (``proxes``), each to be certified at its
+    :class:`Target` (``targets``) with its own sampling stream (``generators``); the a-priori
+    constants the solvers' step sizes come from (never from the sample) and the per-run counter
+    of per-sample oracle calls: one call returns every block's gradient at one example and
+    costs 1, a full operator costs n (spec 003 §7 row 11). A certified run is recorded in
+    :attr:`solution` and stops counting (and drawing); a run past ``budget`` evaluations is a
+    :class:`SolverError`."""
 
-    def __init__(self, problem: Problem, examples: Examples, prox: Prox | None,
+    def __init__(self, problem: Problem, samples: Examples, proxes: Sequence[Prox | None],
+                 targets: Sequence[Target], generators: Sequence[torch.Generator],
                  budget: int) -> None:
-        self.problem, self.examples = problem, examples
-        self.n = len(next(iter(examples.values())))
+        self.problem, self.examples, self.generators = problem, samples, generators
+        sample = next(iter(samples.values()))
+        self.runs, self.n = sample.shape[:2]
         self.blocks = {block.name: block for block in problem.blocks}
         self.names = tuple(self.blocks)
-        constants = problem.constants
-        centers, prox_moduli = prox if prox is not None else ({}, {})
-        sample = next(iter(examples.values()))
-        self.regularizer = Quadratic(
-            {b: float(prox_moduli.get(b, 0.0)) for b in self.names},
-            {b: centers[b] if b in centers else torch.zeros(
-                self.blocks[b].dim, dtype=sample.dtype, device=sample.device)
-             for b in self.names})
+        self.regularizer = Quadratic.of(proxes, self.blocks, sample)
         #: Strong convexity (concavity) of the data part, per block (per-sample, Assumption
-        #: 3.2 / 4.2), and of the whole subproblem (data plus regularizer).
-        self.data_moduli = {b: float(constants.strong_convexity[b]) for b in self.names}
+        #: 3.2 / 4.2), and of each run's whole subproblem (data plus regularizer; (R, 1)).
+        self.data_moduli = {b: float(problem.constants.strong_convexity[b]) for b in self.names}
         self.moduli = {b: self.data_moduli[b] + self.regularizer.moduli[b] for b in self.names}
-        if min(self.moduli.values()) <= 0:
+        if float(smallest(self.moduli).min()) <= 0:
             raise ValueError(f"a base solver needs a strongly monotone subproblem; its moduli "
                              f"(problem plus proximal term) are {self.moduli}")
-        #: Per-sample smoothness l of the data part, and the Lipschitz constant L_G of the whole
-        #: operator (data plus regularizer): l + the largest proximal modulus.
-        self.smoothness = float(constants.smoothness)
-        self.lipschitz = self.smoothness + max(self.regularizer.moduli.values())
+        #: Per-sample smoothness l of the data part, and each run's Lipschitz constant L_G of
+        #: the whole operator (data plus regularizer): l + its largest proximal modulus.
+        self.smoothness = float(problem.constants.smoothness)
+        self.lipschitz = self.smoothness + torch.stack(
+            list(self.regularizer.moduli.values())).amax(0)
+        self.targets = targets
+        self.radii = sample.new_tensor([target.radius for target in targets])
+        self.weights = {b: sample.new_tensor([[target.weight(b)] for target in targets])
+                        for b in self.names}
+        #: The certificate's constants (:func:`certificate`): max_b w_b / m_b, and min_b m_b.
+        self.factor = torch.stack([self.weights[b] / self.moduli[b] for b in self.names]).amax(0)
+        self.least = smallest(self.moduli)
         self.budget = budget
-        self.evaluations = 0
-        self.last_bound = math.inf
+        self.device = sample.device
+        self.evaluations = torch.zeros(self.runs, dtype=torch.long, device=self.device)
+        self.pending = torch.ones(self.runs, dtype=torch.bool, device=self.device)
+        self.last_bound = torch.full((self.runs,), torch.inf, dtype=sample.dtype,
+                                     device=self.device)
+        self.solution = {b: torch.zeros_like(z) for b, z in self.regularizer.centers.items()}
+        #: Markov stopping (spec 003 §6 E9): each run's planned iterations (None: certify).
+        self.planned: torch.Tensor | None = None
+        self.checks = torch.zeros_like(self.evaluations)
 
-    def rows(self, indices: torch.Tensor) -> Examples:
-        """The examples at ``indices`` with a run axis of 1: (1, len(indices), ...)."""
-        return {key: value[indices].unsqueeze(0) for key, value in self.examples.items()}
+    def operator_rows(self, point: Point, batch: Examples) -> Point:
+        """The data operator of every run's examples of ``batch`` ((R, B, ...)), blocks
+        (R, B, dim); not counted (the caller counts)."""
+        grads = self.problem.per_example_grads(point, batch)
+        return {b: -grads[b] if b in self.problem.maximized else grads[b] for b in self.names}
 
-    def per_example(self, point: Point, batch: Examples) -> Point:
-        """The data operator of every example of ``batch`` (from :meth:`rows`), blocks (B, dim);
-        counted: B evaluations."""
-        size = next(iter(batch.values())).shape[1]
-        self.count(size)
-        grads = self.problem.per_example_grads(
-            {b: z.unsqueeze(0) for b, z in point.items()}, batch)
-        return {b: -grads[b][0] if b in self.problem.maximized else grads[b][0]
-                for b in self.names}
+    def draw(self, sizes: torch.Tensor) -> torch.Tensor:
+        """sizes[r] indices uniform with replacement from run r's stream (none from a certified
+        run's), padded with 0 to (R, max size)."""
+        width = int(sizes.max())
+        return torch.stack([torch.nn.functional.pad(torch.randint(
+            self.n, (size,), generator=generator), (0, width - size)) if size else
+            torch.zeros(width, dtype=torch.long)
+            for size, generator in zip(sizes.tolist(), self.generators, strict=True)]
+        ).to(self.device)
 
-    def epoch(self, snapshot: Point, full: Point, size: int, generator: torch.Generator
-              ) -> list[tuple[Examples, Point]]:
-        """The inner steps of an SVRG-type epoch: ``size`` examples drawn uniformly with
-        replacement, each (batch of one) with its variance-reduction correction
-        full - B_i(snapshot); the anchors B_i(snapshot) are computed (and counted: ``size``
-        evaluations) at once, so a step evaluates only B_i(z) (1 evaluation)."""
-        batch = self.rows(torch.randint(self.n, (size,), generator=generator))
-        anchor = self.per_example(snapshot, batch)
-        corrections = zip(*((full[b] - anchor[b]).unbind(0) for b in self.names), strict=True)
+    def epoch(self, snapshot: Point, full: Point, inner: int | torch.Tensor
+              ) -> Iterator[tuple[Examples, Point, torch.Tensor | None]]:
+        """The inner steps of an SVRG-type epoch of ``inner`` steps (per run (R,), or one for
+        all): each pending run draws its examples uniformly with replacement; each step (one
+        example per run, batch (R, 1, ...)) comes with its variance-reduction correction
+        full - B_i(snapshot) and the mask (R, 1) of the runs it moves (pending, with steps
+        left; None where every pending run makes every step: a certified run's further
+        iterates are not returned). The anchors B_i(snapshot) are computed at once; all is
+        counted here: 2 ``inner`` evaluations per pending run (the anchor and the step's
+        B_i(z))."""
+        sizes = torch.as_tensor(inner).expand(self.runs) * self.pending
+        self.count(2 * sizes)
+        indices = self.draw(sizes)
+        runs = torch.arange(self.runs, device=self.device).unsqueeze(1)
+        batch = {key: value[runs, indices] for key, value in self.examples.items()}
+        anchor = self.operator_rows(snapshot, batch)
+        corrections = zip(*((full[b].unsqueeze(1) - anchor[b]).unbind(1) for b in self.names),
+                          strict=True)
         examples = zip(*(value.split(1, dim=1) for value in batch.values()), strict=True)
-        return [(dict(zip(batch, parts, strict=True)),
-                 dict(zip(self.names, correction, strict=True)))
-                for parts, correction in zip(examples, corrections, strict=True)]
+        steps = torch.arange(indices.shape[1], device=self.device)
+        masks = (steps < sizes.unsqueeze(1)).T.unsqueeze(-1)
+        if bool(masks[-1][self.pending].all()):
+            masks = [None] * len(masks)
+        for parts, correction, mask in zip(examples, corrections, masks, strict=True):
+            yield (dict(zip(batch, parts, strict=True)),
+                   dict(zip(self.names, correction, strict=True)), mask)
 
-    def data_operator(self, point: Point) -> Point:
-        """The data part's operator (its mean over the n examples); counted: n evaluations."""
-        every = {key: value.unsqueeze(0) for key, value in self.examples.items()}
-        return {b: g.mean(0) for b, g in self.per_example(point, every).items()}
+    def data_operator(self, point: Point, runs: torch.Tensor | None = None) -> Point:
+        """The data part's operator (its mean over the n examples); counted: n evaluations per
+        pending run of ``runs`` (a mask (R,); None: all)."""
+        self.count(self.n, runs)
+        return {b: g.mean(1) for b, g in self.operator_rows(point, self.examples).items()}
 
-    def operator(self, point: Point) -> Point:
-        """G(z) of the whole subproblem (data plus regularizer); n evaluations."""
-        return add(self.data_operator(point), self.regularizer.operator(point))
+    def operator(self, point: Point, runs: torch.Tensor | None = None) -> Point:
+        """G(z) of the whole subproblem (data plus regularizer); n evaluations per run."""
+        return add(self.data_operator(point, runs), self.regularizer.operator(point))
 
     def shifted(self) -> Quadratic:
         """The regularizer plus the data part's own strong convexity, moved into the prox (the
@@ -156,29 +205,48 @@ class Subproblem:
     def project(self, point: Point) -> Point:
         return {b: self.blocks[b].project(z) for b, z in point.items()}
 
-    def count(self, evaluations: int) -> None:
-        self.evaluations += evaluations
-        if self.evaluations > self.budget:
+    def count(self, evaluations: int | torch.Tensor, runs: torch.Tensor | None = None) -> None:
+        """Add ``evaluations`` (one number, or (R,)) to every pending run of ``runs``."""
+        counted = self.pending if runs is None else self.pending & runs
+        self.evaluations += torch.as_tensor(evaluations) * counted
+        if int(self.evaluations.max()) > self.budget:
+            run = int(torch.argmax((self.evaluations > self.budget).long()))
             raise SolverError(
-                f"no certified point within {self.budget} gradient evaluations "
-                f"({self.budget // self.n} passes over n = {self.n}); the last certified "
-                f"bound was {self.last_bound:.3g}")
+                f"run {run} (target radius {float(self.radii[run]):.3g}): no certified point "
+                f"within {self.budget} gradient evaluations ({self.budget // self.n} passes "
+                f"over n = {self.n}); the last certified bound was "
+                f"{float(self.last_bound[run]):.3g}")
 
-    def certified(self, point: Point, operator: Point, target: Target) -> bool:
-        """Whether the certificate at ``point`` (``operator`` = G(point), already counted)
-        meets ``target``; the bound is kept as ``last_bound``."""
-        self.last_bound = certificate(self, point, operator, target)
-        if not math.isfinite(self.last_bound):
-            raise SolverError(f"the certificate is {self.last_bound} (the iterates diverged)")
-        return self.last_bound <= target.radius
+    def certify(self, point: Point, operator: Point, runs: torch.Tensor | None = None) -> bool:
+        """Record in :attr:`solution` every pending run (of ``runs``, a mask (R,); None: all)
+        whose certificate at ``point`` (``operator`` = G(point), already counted) meets its
+        radius; the bounds are kept as ``last_bound``. Whether every run is certified. Under
+        Markov stopping (:attr:`planned`), a run is recorded, uncertified, at its check number
+        ``planned`` (after that many iterations)."""
+        checked = self.pending if runs is None else self.pending & runs
+        if self.planned is not None:
+            return self.record(point, checked & (self.checks >= self.planned), checked)
+        bound = certificate(self, point, operator)
+        self.last_bound = torch.where(checked, bound, self.last_bound)
+        if not bool(torch.isfinite(bound[checked]).all()):
+            raise SolverError(f"the certificate is {bound.tolist()} (the iterates diverged)")
+        return self.record(point, checked & (bound <= self.radii), checked)
+
+    def record(self, point: Point, done: torch.Tensor, checked: torch.Tensor) -> bool:
+        """Keep ``point`` as the solution of the runs ``done`` (they stop); count a check of
+        the runs ``checked``. Whether every run is done."""
+        self.solution = {b: torch.where(done.unsqueeze(1), point[b], z)
+                         for b, z in self.solution.items()}
+        self.pending = self.pending & ~done
+        self.checks += checked
+        return not bool(self.pending.any())
 
 
-def certificate(subproblem: Subproblem, point: Point, operator: Point,
-                target: Target) -> float:
-    """A deterministic upper bound on sqrt(sum_b w_b ||z_b - z*_b||^2) at a feasible ``point``
-    from its operator G (spec 003 §2.9a), with m_b the subproblem's moduli, so that
-    M(D) = sum_b m_b ||D_b||^2 <= <G(z) - G(z*), z - z*>, and the weights' factor
-    sum_b w_b ||D_b||^2 <= max_b (w_b / m_b) M. The smaller of:
+def certificate(subproblem: Subproblem, point: Point, operator: Point) -> torch.Tensor:
+    """Per run (R,), a deterministic upper bound on sqrt(sum_b w_b ||z_b - z*_b||^2) (w the
+    run's target weights) at a feasible ``point`` from its operator G (spec 003 §2.9a), with m_b
+    the subproblem's moduli, so that M(D) = sum_b m_b ||D_b||^2 <= <G(z) - G(z*), z - z*>, and
+    the weights' factor sum_b w_b ||D_b||^2 <= max_b (w_b / m_b) M. The smaller of:
 
     * sqrt(M) <= sqrt(sum_b ||G_b(z)||^2 / m_b) (strong monotonicity and <G(z*), z - z*> >= 0;
       the unconstrained residual, tight at an interior solution);
@@ -186,42 +254,76 @@ def certificate(subproblem: Subproblem, point: Point, operator: Point,
       sqrt(min_b m_b) + l_G sqrt(sum_b ||r_b||^2 / m_b) (the projection inequality at
       Pi_Z(...) against the VI at z*; the weighted form of §2.9a's
       (1 + eta l_G) / (eta mu) ||r||, valid when z* is on the boundary).
+
+    The computed r is exact only up to rounding: it gets 4 eps (||z|| + ||G|| / l_G + 1) added
+    (eps the dtype's machine epsilon), or a step G / l_G below z's last digit would give r = 0
+    and certify any radius.
     """
     moduli, lipschitz = subproblem.moduli, subproblem.lipschitz
-    factor = max(target.weight(b) / moduli[b] for b in moduli)
-    residual_bound = math.sqrt(sum(float(operator[b].square().sum()) / moduli[b]
-                                   for b in moduli))
-    moved = subproblem.project({b: z - operator[b] / lipschitz for b, z in point.items()})
-    natural = {b: point[b] - moved[b] for b in moduli}
-    norm = math.sqrt(sum(float(r.square().sum()) for r in natural.values()))
-    weighted = math.sqrt(sum(float(natural[b].square().sum()) / moduli[b] for b in moduli))
-    natural_bound = lipschitz * (norm / math.sqrt(min(moduli.values())) + weighted)
-    return math.sqrt(factor) * min(residual_bound, natural_bound)
+
+    def squares(point: Point, scaled: bool) -> torch.Tensor:
+        return sum(point[b].square().sum(-1, keepdim=True) / (moduli[b] if scaled else 1.0)
+                   for b in moduli)
+
+    residual_bound = squares(operator, True).sqrt()
+    moved = subproblem.project(add(point, {b: g / lipschitz for b, g in operator.items()}, -1.0))
+    natural = add(point, moved, -1.0)
+    rounding = 4.0 * torch.finfo(next(iter(point.values())).dtype).eps * (
+        squares(point, False).sqrt() + squares(operator, False).sqrt() / lipschitz + 1.0)
+    natural_bound = lipschitz * (
+        (squares(natural, False).sqrt() + rounding) / subproblem.least.sqrt()
+        + (squares(natural, True).sqrt() + rounding / subproblem.least.sqrt()))
+    return (subproblem.factor * torch.minimum(residual_bound, natural_bound).square()
+            ).sqrt().squeeze(1)
 
 
-def variance_reduced(subproblem: Subproblem, target: Target, start: Point,
-                     generator: torch.Generator, prox: Quadratic, shift: Mapping[str, float],
-                     step: float, inner: int) -> Point:
+def markov_iterations(subproblem: Subproblem, start: Point, contraction: torch.Tensor,
+                      delta: float) -> torch.Tensor:
+    """Per run (R,), the iterations after which a solver whose squared distance to z* shrinks
+    by ``contraction`` (R, 1) per iteration meets the in-expectation accuracy of the paper's
+    Markov route (spec 003 §2.1, §2.3, §2.8; §6 E9), in the target's squared norm and radius r:
+    E||z - z*||_w^2 <= delta^2 r^2 / 16 on a minimization problem (gamma = delta^2 L^2 /
+    (32 mu n^2) with strong convexity and Jensen: E||z - z*|| <= delta r / 4, so Markov fails
+    with probability <= delta / 4), delta r^2 / 8 on a saddle-point problem (gamma = delta
+    L^2 / (16 mu n^2), Lemma B.1 with the target's weights the moduli: failure <= delta / 8).
+    From ||z_0 - z*||^2 <= sum_b (||z_0,b|| + radius_b)^2 (z* in the balls) and
+    ||.||_w^2 <= max_b w_b ||.||^2."""
+    if any(math.isinf(block.radius) for block in subproblem.blocks.values()):
+        raise ValueError("Markov stopping needs bounded blocks (an a-priori ||z_0 - z*||)")
+    share = delta / 8.0 if subproblem.problem.maximized else delta ** 2 / 16.0
+    accuracy = share * subproblem.radii.square()
+    initial = sum((z.norm(dim=-1) + subproblem.blocks[b].radius).square()
+                  for b, z in start.items())
+    scale = torch.stack(list(subproblem.weights.values())).amax(0).squeeze(1)
+    needed = torch.log(scale * initial / accuracy) / -torch.log(contraction.squeeze(1))
+    return needed.ceil().clamp(min=0).long()
+
+
+def variance_reduced(subproblem: Subproblem, start: Point, prox: Quadratic,
+                     shift: Mapping[str, float], step: float | torch.Tensor,
+                     inner: int | torch.Tensor) -> Point:
     """The SVRG loop shared by prox-SVRG (spec §2.9b) and Palaniappan-Bach (§2.9d): per epoch
     the full data operator at the snapshot (n; it certifies the snapshot), then ``inner``
     steps z <- prox(z - step g) with g = B_i(z) - shift z - B_i(snapshot) + B(snapshot), i
     uniform (the data's own moduli ``shift`` moved into ``prox``); the last iterate is the
-    next snapshot. n + 2 ``inner`` evaluations per epoch."""
+    next snapshot. n + 2 ``inner`` evaluations per epoch. One torch call per step for all runs
+    (``step``, ``inner``: per run, or one for all)."""
     snapshot = start
     while True:
         full = subproblem.data_operator(snapshot)
-        if subproblem.certified(snapshot, add(full, subproblem.regularizer.operator(snapshot)),
-                                target):
-            return snapshot
+        if subproblem.certify(snapshot, add(full, subproblem.regularizer.operator(snapshot))):
+            return subproblem.solution
         point = snapshot
-        for example, correction in subproblem.epoch(snapshot, full, inner, generator):
-            grad = subproblem.per_example(point, example)
-            point = prox.prox(subproblem.blocks, {
-                b: z - step * (grad[b][0] + correction[b] - shift[b] * z)
+        for example, correction, mask in subproblem.epoch(snapshot, full, inner):
+            grad = subproblem.operator_rows(point, example)
+            moved = prox.prox(subproblem.blocks, {
+                b: z - step * (grad[b][:, 0] + correction[b] - shift[b] * z)
                 for b, z in point.items()}, step)
+            point = moved if mask is None else {b: torch.where(mask, moved[b], z)
+                                                for b, z in point.items()}
         snapshot = point
 
 
-def add(first: Point, second: Point, scale: float = 1.0) -> Point:
+def add(first: Point, second: Point, scale: float | torch.Tensor = 1.0) -> Point:
     """first + scale x second, block by block."""
     return {b: first[b] + scale * second[b] for b in first}
