@@ -1,5 +1,6 @@
 """Rate studies on synthetic problems with exact answers (BYOA spec 003 §5.7): an error metric
-against the sample size n (or against epsilon), and the fitted log-log slopes.
+against the sample size n (item 1), against epsilon or against the dimension d (item 2, one
+panel per n), and the fitted log-log slopes (in n, or in d at every n).
 
 Figure: one panel per problem (the ``dataset`` column); one colour per (method, epsilon), the
 mean over seeds with its 95% Student-t band (:func:`.aggregate.summarize`) on log-log axes, and
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dpminimax.report.aggregate import (
@@ -32,66 +35,67 @@ from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_s
 
 SERIES = ("dataset", "method", "epsilon")
 #: Parameters that make separate series where a job sweeps them (the noise calibration, the
-#: base solver); every other parameter is fixed or planned from n.
-VARIANTS = ("p_sigma", "p_solver")
+#: base solver, P3's tau, Alg. 2's ablations of spec 003 §6 E10); every other parameter is
+#: fixed or planned from n.
+VARIANTS = ("p_sigma", "p_solver", "p_tau", "p_schedule", "p_project", "p_rounding")
 
 
-#: The two axes of a rate figure: (column, axis label, log base, the other axis's column).
-AXES = {"p_n": ("Sample size n", 2, "epsilon"), "epsilon": ("Privacy budget ε", 10, "p_n")}
+@dataclass(frozen=True)
+class RateAxis:
+    """An x axis of a rate figure: its label and log base, the column that tells a panel's
+    lines apart besides the method, and the grid columns besides the problem fixing a panel."""
+
+    label: str
+    base: int
+    other: str
+    panel: tuple[str, ...] = ()
+
+
+#: The x axes of a rate figure by column: n (§5.7 item 1), epsilon and d (item 2; ``d`` is
+#: the column ``d`` or the job parameter ``p_d``, one panel per n).
+AXES = {"p_n": RateAxis("Sample size n", 2, "epsilon"),
+        "epsilon": RateAxis("Privacy budget ε", 10, "p_n"),
+        "d": RateAxis("Dimension d", 10, "epsilon", ("p_n",))}
 
 
 def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
               out_paths: Sequence[str | os.PathLike], against: str = "p_n",
               reference: Mapping[str, float] | None = None) -> Figure:
-    """``metric`` against n (one line per method and epsilon) or, with ``against="epsilon"``,
-    against epsilon (one line per method and n; non-private runs left out), the printed bound
-    dashed in each line's colour, and a dotted line of each ``reference`` slope (name ->
-    slope) from the panel's highest first point (module docstring)."""
-    _require(table, metric)
-    xlabel, base, other = AXES[against]
-    table = _with_variants(table)
+    """``metric`` against n (one line per method and epsilon), against epsilon (one line per
+    method and n; non-private runs left out) or against d (one line per method and epsilon,
+    one panel per n), the printed bound dashed in each line's colour, and a dotted line of
+    each ``reference`` slope (name -> slope) from the panel's highest first point (module
+    docstring)."""
+    table = with_column(with_variants(table), against)
+    _require(table, metric, against)
+    table = table[table[metric].notna()]  # problems of an experiment without this metric
+    axis = AXES[against]
     if against == "epsilon":
         table = table[np.isfinite(table["epsilon"])]
-    bound = f"{metric}_bound"
-    summary = summarize(table, [metric], by=(*SERIES, "p_n"))
-    bounds = (table.groupby([*SERIES, "p_n"])[bound].mean() if bound in table.columns
-              else None)
-    problems = sorted(table["dataset"].unique())
+    summary = _rate_summary(table, metric, against)
+    panels = summary[["dataset", *axis.panel]].drop_duplicates().sort_values(
+        ["dataset", *axis.panel])
     with paper_style():
-        fig = Figure(figsize=(max(PANEL_SIZE[0] * 1.5 * len(problems), 6.0),
-                              PANEL_SIZE[1] * 1.7), layout="constrained")
-        axes = np.atleast_1d(fig.subplots(1, len(problems), squeeze=False)[0])
-        for ax, problem in zip(axes, problems, strict=True):
-            rows = summary[summary["dataset"] == problem]
-            series = rows[["method", other]].drop_duplicates().sort_values(["method", other])
-            colours = _series_colours(len(series))
+        fig, axes = rate_panels(len(panels))
+        for i, ax in enumerate(axes):
+            rows = summary.merge(panels.iloc[[i]])
+            series = rows[["method", axis.other]].drop_duplicates().sort_values(
+                ["method", axis.other])
+            colours = series_colours(len(series))
             for colour, (method, fixed) in zip(colours, series.itertuples(index=False),
                                                strict=True):
-                one = rows[(rows["method"] == method) & (rows[other] == fixed)].sort_values(
+                one = rows[(rows["method"] == method) & (rows[axis.other] == fixed)].sort_values(
                     against)
                 if len(one) < 2 and against == "epsilon":
                     continue
-                method_base, variant = method.partition(" [")[::2]
-                where = (f"ε = {epsilon_label(fixed)}" if other == "epsilon"
-                         else f"n = {int(fixed)}")
-                label = (f"{method_style(method_base).label}"
-                         f"{f' [{variant}' if variant else ''}, {where}")
-                ax.plot(one[against], one["mean"], color=colour,
-                        marker=method_style(method_base).marker, label=label)
-                ax.fill_between(one[against], one["ci_low"].clip(lower=one["mean"] * 1e-3),
-                                one["ci_high"], color=colour, alpha=BAND_ALPHA, linewidth=0)
-                if bounds is not None:
-                    printed = bounds.xs((problem, method, fixed),
-                                        level=("dataset", "method", other)).sort_index()
-                    ax.plot(printed.index, printed.to_numpy(), color=colour, linestyle="--",
-                            linewidth=1.0)
+                _draw_series(ax, one, against, colour, series_label(method, axis.other, fixed))
             _reference_lines(ax, rows, against, reference or {})
-            ax.set_xscale("log", base=base)
+            ax.set_xscale("log", base=axis.base)
             ax.set_yscale("log")
-            ax.set_xlabel(xlabel)
+            ax.set_xlabel(axis.label)
             ax.set_ylabel(ylabel)
-            ax.set_title(problem)
-        if bounds is not None:
+            ax.set_title(panel_title(panels.iloc[i]))
+        if "bound" in summary.columns:
             axes[-1].plot([], [], color="#555555", linestyle="--", linewidth=1.0,
                           label="printed bound (dashed)")
         fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside upper center",
@@ -101,40 +105,44 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
 
 
 def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0,
-                 predicted: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """Fitted and printed-bound log-log slopes of ``metric`` in n, per (problem, method,
-    epsilon), and a column ``predicted_slope_<name>`` per entry of ``predicted`` (name ->
-    slope) on the private rows (module docstring)."""
-    _require(table, metric)
-    table = _with_variants(table)
+                 predicted: Mapping[str, float] | None = None,
+                 against: str = "p_n") -> pd.DataFrame:
+    """Fitted and printed-bound log-log slopes of ``metric`` in n (``against="p_n"``) per
+    (problem, method, epsilon), or in d (``against="d"``) per (problem, method, epsilon, n),
+    and a column ``predicted_slope_<name>`` per entry of ``predicted`` (name -> slope) on
+    the private rows (module docstring; spec 003 §5.7 items 2-3)."""
+    table = with_column(with_variants(table), against)
+    _require(table, metric, against)
+    keys = [*SERIES, *AXES[against].panel]
+    x = against.removeprefix("p_")
     bound = f"{metric}_bound"
     rng = np.random.default_rng(seed)
     rows = []
-    for key, runs in table[table[metric].notna()].groupby(list(SERIES)):
-        by_n = {n: group[metric].to_numpy(dtype=float)
-                for n, group in runs.groupby("p_n")}
-        if len(by_n) < 2:
+    for key, runs in table[table[metric].notna()].groupby(keys):
+        by_x = {value: group[metric].to_numpy(dtype=float)
+                for value, group in runs.groupby(against)}
+        if len(by_x) < 2:
             continue
-        ns = np.array(sorted(by_n), dtype=float)
-        means = np.array([by_n[n].mean() for n in ns])
-        slope, low, high = bootstrap_slope(by_n, rng)
-        row = dict(zip(SERIES, key, strict=True))
-        row.update(metric=metric, n_min=int(ns[0]), n_max=int(ns[-1]),
-                   seeds=int(min(len(v) for v in by_n.values())),
-                   slope=slope, slope_ci_low=low, slope_ci_high=high)
+        xs = np.array(sorted(by_x), dtype=float)
+        means = np.array([by_x[value].mean() for value in xs])
+        slope, low, high = bootstrap_slope(by_x, rng)
+        row = dict(zip(keys, key, strict=True))
+        row.update({"metric": metric, f"{x}_min": int(xs[0]), f"{x}_max": int(xs[-1]),
+                    "seeds": int(min(len(v) for v in by_x.values())),
+                    "slope": slope, "slope_ci_low": low, "slope_ci_high": high})
         if np.isfinite(row["epsilon"]):
             row.update({f"predicted_slope_{name}": value
                         for name, value in (predicted or {}).items()})
         if bound in runs.columns:
-            printed = runs.groupby("p_n")[bound].mean().sort_index().to_numpy(dtype=float)
+            printed = runs.groupby(against)[bound].mean().sort_index().to_numpy(dtype=float)
             if np.all(printed > 0):  # a zero bound (exact ERM's empirical risk) has no ratio
-                row.update(bound_slope=loglog_slope(ns, printed),
+                row.update(bound_slope=loglog_slope(xs, printed),
                            max_mean_over_bound=float(np.max(means / printed)))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _with_variants(table: pd.DataFrame) -> pd.DataFrame:
+def with_variants(table: pd.DataFrame) -> pd.DataFrame:
     """``method`` labelled with the :data:`VARIANTS` its (problem, method, epsilon) sweeps:
     ``"output_perturbation [sigma=calibrated]"``."""
     labels = pd.Series("", index=table.index)
@@ -145,6 +153,68 @@ def _with_variants(table: pd.DataFrame) -> pd.DataFrame:
         labels = labels.where(~varies, labels.where(labels == "", labels + ",") + part)
     return table.assign(method=table["method"].where(
         labels == "", table["method"] + " [" + labels + "]"))
+
+
+def with_column(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``table`` with a column ``name``, copied from the job parameter ``p_<name>`` where
+    only that exists (``d``, ``solver``)."""
+    if name in table.columns or f"p_{name}" not in table.columns:
+        return table
+    return table.assign(**{name: table[f"p_{name}"]})
+
+
+def rate_panels(count: int, columns: int = 3) -> tuple[Figure, list[Axes]]:
+    """A figure of ``count`` panels in rows of at most ``columns`` (call in
+    :func:`.style.paper_style`)."""
+    width = min(count, columns)
+    height = -(-count // width)
+    fig = Figure(figsize=(max(PANEL_SIZE[0] * 1.5 * width, 6.0), PANEL_SIZE[1] * 1.7 * height),
+                 layout="constrained")
+    axes = list(fig.subplots(height, width, squeeze=False).ravel())
+    for extra in axes[count:]:
+        fig.delaxes(extra)
+    return fig, axes[:count]
+
+
+def series_label(method: str, column: str | None = None, value: float | None = None) -> str:
+    """A series' legend label: the method's label with its variant bracket, and the fixed
+    value of ``column`` (epsilon or n) where given."""
+    method_base, variant = method.partition(" [")[::2]
+    label = f"{method_style(method_base).label}{f' [{variant}' if variant else ''}"
+    return label if column is None else f"{label}, {_where(column, value)}"
+
+
+def panel_title(panel: pd.Series) -> str:
+    """A panel's title: its problem (``dataset``), then the other grid values fixing it."""
+    return ", ".join([str(panel["dataset"]), *(_where(column, value)
+                                               for column, value in panel.drop("dataset").items())])
+
+
+def _where(column: str, value: float) -> str:
+    return f"ε = {epsilon_label(value)}" if column == "epsilon" else f"n = {int(value)}"
+
+
+def _rate_summary(table: pd.DataFrame, metric: str, against: str) -> pd.DataFrame:
+    """Mean and 95% interval of ``metric`` per grid point, with the mean printed bound
+    (``bound``) where the table has one."""
+    grid = list(dict.fromkeys((*SERIES, "p_n", against)))
+    summary = summarize(table, [metric], by=grid)
+    bound = f"{metric}_bound"
+    if bound not in table.columns:
+        return summary
+    printed = table.groupby(grid, dropna=False)[bound].mean().rename("bound").reset_index()
+    return summary.merge(printed, on=grid, how="left")
+
+
+def _draw_series(ax: Axes, one: pd.DataFrame, against: str, colour, label: str) -> None:
+    """One line: the means with their 95% band, and the printed bound dashed."""
+    method_base = one["method"].iloc[0].partition(" [")[0]
+    ax.plot(one[against], one["mean"], color=colour, marker=method_style(method_base).marker,
+            label=label)
+    ax.fill_between(one[against], one["ci_low"].clip(lower=one["mean"] * 1e-3),
+                    one["ci_high"], color=colour, alpha=BAND_ALPHA, linewidth=0)
+    if "bound" in one.columns:
+        ax.plot(one[against], one["bound"], color=colour, linestyle="--", linewidth=1.0)
 
 
 def _reference_lines(ax, rows: pd.DataFrame, against: str,
@@ -162,14 +232,18 @@ def _reference_lines(ax, rows: pd.DataFrame, against: str,
                 linewidth=1.0, label=f"slope {slope:.2g} ({name.replace('_', ' ')})")
 
 
-def _series_colours(count: int) -> list[tuple[float, float, float]]:
+def series_colours(count: int) -> list[tuple[float, float, float]]:
     import seaborn as sns
 
     return [tuple(c) for c in sns.color_palette("colorblind", max(count, 1))][:count]
 
 
-def _require(table: pd.DataFrame, metric: str) -> None:
-    missing = [c for c in (*SERIES, "p_n", metric) if c not in table.columns]
+def _require(table: pd.DataFrame, metric: str, against: str = "p_n") -> None:
+    missing = [c for c in dict.fromkeys((*SERIES, "p_n", against, metric))
+               if c not in table.columns]
     if missing:
         raise ResultsTableError(f"a rate figure needs column(s) {missing} (runs on a synthetic "
-                                "problem with a grid over n)")
+                                f"problem with a grid over n and {against})")
+    if table[metric].isna().all():
+        raise ResultsTableError(f"no run measures {metric!r} (a figure of another problem "
+                                "kind?)")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpminimax.report.accuracy_audit import accuracy_audit_table
 from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
 from dpminimax.report.constraint_value import value_column, with_constraint_values
@@ -23,6 +24,7 @@ from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.pareto import dominance_table, plot_pareto
+from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
 from dpminimax.report.tradeoff import plot_tradeoff
@@ -60,6 +62,17 @@ def _rate(metric: str, ylabel: str, against: str = "p_n",
                                         reference=reference)
 
 
+def _ratio_map(metric: str) -> Drawer:
+    return lambda table, req: plot_ratio_heatmap(table, metric, out_paths=list(req.out_paths))
+
+
+def _cost(metric: str, ylabel: str) -> Drawer:
+    return lambda table, req: plot_utility_vs_cost(table, metric, ylabel=ylabel,
+                                                   out_paths=list(req.out_paths))
+
+
+#: BYOA's rates in d (spec 003 §5.7 item 2): error ~ d in the SC case, ~ sqrt(d) convex.
+DIMENSION_RATE = {"SC": 1.0, "convex": 1 / 2}
 #: DP bilevel Thm. 4.1's rate (spec 002 §5.2): its two terms' slopes in n and in epsilon.
 BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
 #: Thm. 8.2 / Cor. 8.3: a private inner solution's error falls like 1 / (n epsilon').
@@ -110,8 +123,22 @@ FIGURES: dict[str, Drawer] = {
                                         against="epsilon"),
     "population_gap_vs_epsilon": _rate("population_strong_gap", "Population strong gap",
                                        against="epsilon"),
+    "population_primal_gap_vs_epsilon": _rate("population_primal_gap",
+                                              "Population primal gap", against="epsilon"),
     "gradient_evaluations_vs_n": _rate("gradient_evaluations_per_sample",
                                        "Gradient evaluations per sample"),
+    # spec 003 §5.7 items 2, 5, 7: error vs d, utility vs cost, measured / bound maps
+    "population_risk_vs_d": _rate("excess_population_risk", "Excess population risk",
+                                  against="d", reference=DIMENSION_RATE),
+    "population_gap_vs_d": _rate("population_strong_gap", "Population strong gap",
+                                 against="d", reference=DIMENSION_RATE),
+    "utility_vs_gradient_evaluations_population_risk": _cost("excess_population_risk",
+                                                             "Excess population risk"),
+    "utility_vs_gradient_evaluations_population_gap": _cost("population_strong_gap",
+                                                            "Population strong gap"),
+    "ratio_heatmap_population_risk": _ratio_map("excess_population_risk"),
+    "ratio_heatmap_population_gap": _ratio_map("population_strong_gap"),
+    "ratio_heatmap_population_primal_gap": _ratio_map("population_primal_gap"),
     # DP bilevel rate studies (spec 002 §6.2 plots 1, 2, 5): the predicted slopes dotted
     "gradient_mapping_vs_n": _rate("gradient_mapping_norm", STATIONARITY,
                                    reference=BILEVEL_RATE),
@@ -131,6 +158,7 @@ FIGURES: dict[str, Drawer] = {
 
 #: Per-experiment tables (``tables:`` in experiments.yaml): runs table -> one CSV.
 TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "accuracy_audit": accuracy_audit_table,   # BYOA E9
     "dominance_dp": lambda table: dominance_table(table, "dp_violation"),   # cross-paper
     "slopes_population_risk": lambda table: slopes_table(table, "excess_population_risk"),
     "slopes_empirical_risk": lambda table: slopes_table(table, "excess_empirical_risk"),
@@ -139,6 +167,10 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_population_primal_gap": lambda table: slopes_table(table, "population_primal_gap"),
     "slopes_gradient_evaluations": lambda table: slopes_table(
         table, "gradient_evaluations_per_sample"),
+    "slopes_population_risk_vs_d": lambda table: slopes_table(
+        table, "excess_population_risk", against="d"),
+    "slopes_population_gap_vs_d": lambda table: slopes_table(
+        table, "population_strong_gap", against="d"),
     "slopes_gradient_mapping": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=BILEVEL_RATE),
     "slopes_inner_error": lambda table: slopes_table(table, "inner_error_max",

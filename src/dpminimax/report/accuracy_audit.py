@@ -1,0 +1,54 @@
+"""The accuracy-condition audit of BYOA (spec 003 §6 E9): how often a base solver stopped by
+Markov's inequality on its a-priori rate (no certificate) returned a point that misses the
+accuracy condition of Algs. 1-5, beside the failure probability the paper's proofs allow it
+(delta / 4 on a minimization problem, delta / 8 on a game, per call).
+
+One row per (problem, method, base solver, epsilon, n): the solver calls over the seeds, the
+calls that missed, the observed rate with its exact (Clopper-Pearson) 95% interval and the
+designed rate; ``consistent`` is false where the interval's lower end is above the designed
+rate (the observed failures refute the design). With few calls and no failure the interval's
+upper end stays far above delta / 4: the audit can refute the design, not confirm it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dpminimax.attacks.lira import clopper_pearson_interval
+from dpminimax.report.aggregate import ResultsTableError
+
+KEYS = ("dataset", "method", "p_solver", "epsilon", "p_n")
+COLUMNS = ("accuracy_violations", "solver_calls", "delta")
+
+
+def accuracy_audit_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Solver calls and accuracy violations per grid point, against the designed rate."""
+    missing = [c for c in (*KEYS, *COLUMNS) if c not in table.columns]
+    if missing:
+        raise ResultsTableError(f"accuracy audit: the runs table lacks {missing} (run the "
+                                "methods with stopping: markov)")
+    audited = table[table["solver_calls"].notna()]
+    if audited.empty:
+        raise ResultsTableError("accuracy audit: no run was stopped by Markov's inequality "
+                                "(stopping: markov)")
+    rows = []
+    for key, runs in audited.groupby(list(KEYS)):
+        calls = int(runs["solver_calls"].sum())
+        missed = int(runs["accuracy_violations"].sum())
+        low, high = clopper_pearson_interval(missed, calls)
+        designed = float(runs["delta"].min()) / (8.0 if _is_game(runs) else 4.0)
+        rows.append({**dict(zip(KEYS, key, strict=True)), "seeds": len(runs),
+                     "solver_calls": calls, "accuracy_violations": missed,
+                     "violation_rate": missed / calls, "rate_ci_low": float(low),
+                     "rate_ci_high": float(high), "designed_rate": designed,
+                     "consistent": bool(float(low) <= designed)})
+    return pd.DataFrame(rows)
+
+
+def _is_game(runs: pd.DataFrame) -> bool:
+    """Whether the runs solve a min-max problem (their strong gap is measured)."""
+    return bool("population_strong_gap" in runs.columns
+                and runs["population_strong_gap"].notna().any())
+
+
+__all__ = ["accuracy_audit_table"]
