@@ -1,14 +1,26 @@
-"""Membership-inference attacks and the ceiling that (epsilon, delta)-DP puts on any attack."""
+"""Membership-inference attacks and the ceiling that (epsilon, delta)-DP puts on any attack.
 
-from dpminimax.attacks.bilevel_leak import leak_table
-from dpminimax.attacks.dp_ceiling import dp_advantage_ceiling, dp_auc_ceiling, dp_tpr_ceiling
-from dpminimax.attacks.membership import attack_roc, loss_threshold_attack
+The names load their submodule on first use: the DP ceilings are numpy only, and a report job
+that draws them (one of hundreds in a grid) should not pay for torch, which the bilevel leak
+and the attacks on models import.
+"""
 
-__all__ = [
-    "attack_roc",
-    "dp_advantage_ceiling",
-    "dp_auc_ceiling",
-    "dp_tpr_ceiling",
-    "leak_table",
-    "loss_threshold_attack",
-]
+from __future__ import annotations
+
+import importlib
+
+#: Public name -> the submodule that defines it.
+_SUBMODULES = {
+    "leak_table": "bilevel_leak",
+    **dict.fromkeys(("dp_advantage_ceiling", "dp_auc_ceiling", "dp_tpr_ceiling"), "dp_ceiling"),
+    **dict.fromkeys(("attack_roc", "loss_threshold_attack"), "membership"),
+}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return getattr(importlib.import_module(f"dpminimax.attacks.{_SUBMODULES[name]}"), name)
+    raise AttributeError(f"module 'dpminimax.attacks' has no attribute {name!r}")
+
+
+__all__ = sorted(_SUBMODULES)

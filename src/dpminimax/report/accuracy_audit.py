@@ -13,8 +13,8 @@ upper end stays far above delta / 4: the audit can refute the design, not confir
 from __future__ import annotations
 
 import pandas as pd
+from scipy.stats import binomtest
 
-from dpminimax.attacks.lira import clopper_pearson_interval
 from dpminimax.report.aggregate import ResultsTableError
 
 KEYS = ("dataset", "method", "p_solver", "epsilon", "p_n")
@@ -35,7 +35,7 @@ def accuracy_audit_table(table: pd.DataFrame) -> pd.DataFrame:
     for key, runs in audited.groupby(list(KEYS)):
         calls = int(runs["solver_calls"].sum())
         missed = int(runs["accuracy_violations"].sum())
-        low, high = clopper_pearson_interval(missed, calls)
+        low, high = binomtest(missed, calls).proportion_ci(0.95, method="exact")
         designed = float(runs["delta"].min()) / (8.0 if _is_game(runs) else 4.0)
         rows.append({**dict(zip(KEYS, key, strict=True)), "seeds": len(runs),
                      "solver_calls": calls, "accuracy_violations": missed,
