@@ -25,7 +25,7 @@ from dpminimax.problems.bilevel import stack_examples
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
-PRIVATE = ("dp_bilevel", "dp_bilevel_locgd")
+PRIVATE = ("dp_bilevel", "dp_bilevel_locgd", "dp_bilevel_gd")
 SMALL = {"n": 60, "outer_steps": 4, "d_x": 2, "d_y": 3, "inner_steps": 20, "lam": 8.0}
 
 

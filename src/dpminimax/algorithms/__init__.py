@@ -9,7 +9,7 @@ from dpminimax.algorithms.double_spider import (
     NonPrivateDoubleSpider,
     PrivateDiffDro,
 )
-from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelLocGd, NpAid, NpPen
+from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelGd, DpBilevelLocGd, NpAid, NpPen
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
@@ -45,8 +45,8 @@ METHODS: dict[str, type[Method]] = {
                               OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
                               PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
                               CscOutputPerturbation, CscExact, RidgeOutputPerturbation,
-                              DpBilevel, DpBilevelLocGd, NpPen, NpAid, DpDoubleSpider,
-                              NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
+                              DpBilevel, DpBilevelLocGd, DpBilevelGd, NpPen, NpAid,
+                              DpDoubleSpider, NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
                               DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
                               PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily)
 }

@@ -70,13 +70,16 @@ class LocGdSchedule:
 
 
 def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call: float,
-                    gamma: float, steps: int | None = None) -> LocGdSchedule:
-    """M = max{1, ceil(log2 ln(mu eps' n / L))} (A8); T_GD = max{100, ceil(2 n^2 rho (1 + ln n)
-    / (M d_y))} (§2.7d) unless ``steps``; zCDP noise: the M T_GD releases of the call cost
-    ``rho`` together (sigma_GD = (2 L / n) sqrt(M T_GD / (2 rho)), §2.7a); radii of §2.7c with
-    the full-batch K_m = 2 R_m sigma_GD and failure probability ``gamma``."""
-    ratio = sub.mu * epsilon_call * n / sub.lipschitz
-    rounds = max(1, math.ceil(math.log2(math.log(ratio)))) if ratio > math.e else 1
+                    gamma: float, steps: int | None = None,
+                    rounds: int | None = None) -> LocGdSchedule:
+    """M = max{1, ceil(log2 ln(mu eps' n / L))} (A8) unless ``rounds`` (1: non-localized DP-GD,
+    A1-GD); T_GD = max{100, ceil(2 n^2 rho (1 + ln n) / (M d_y))} (§2.7d) unless ``steps``;
+    zCDP noise: the M T_GD releases of the call cost ``rho`` together (sigma_GD = (2 L / n)
+    sqrt(M T_GD / (2 rho)), §2.7a); radii of §2.7c with the full-batch K_m = 2 R_m sigma_GD
+    and failure probability ``gamma``."""
+    if rounds is None:
+        ratio = sub.mu * epsilon_call * n / sub.lipschitz
+        rounds = max(1, math.ceil(math.log2(math.log(ratio)))) if ratio > math.e else 1
     if steps is None:
         steps = max(100, math.ceil(2 * n * n * rho * (1 + math.log(n)) / (rounds * d_y)))
     multiplier = math.sqrt(rounds * steps / (2.0 * rho))

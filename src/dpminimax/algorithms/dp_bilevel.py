@@ -17,12 +17,17 @@ contributions bounded by C; released as the sum, sensitivity 2 C). The plan's re
 derives epsilon from it; the paper's own per-mechanism budget (eps / sqrt(18 T),
 delta / (3 (T + 1))) composed by Lemma 2.1 is recorded beside it (``epsilon_paper_accounting``).
 
+Schedule (:func:`outer_schedule`): lambda and T are the parameters ``lam`` and ``outer_steps``
+(``schedule: fixed``) or §5.2's schedule in the dominant regime (``schedule: theory``); the
+plan records the values used (``lam``, ``outer_steps``) and calibrates to that T.
+
 Methods (spec §6.2's table), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
-(A1-LocGD), the non-private twins ``np_pen`` (exact inner, sigma 0) and ``np_aid`` (exact
-hypergradient descent, Eq. (1)), and the diagnostics :data:`BILEVEL_DIAGNOSTICS` (D1: exact
-inner + outer noise; D2: private inner, sigma 0; naive outer: exact inner, outer noise for
-f's data dependence only). A diagnostic reads its data through an un-noised release, so its
-derived epsilon is inf and its record says the guarantee is not covered.
+(A1-LocGD), ``dp_bilevel_gd`` (A1-GD: M = 1 round, the ablation), the non-private twins
+``np_pen`` (exact inner, sigma 0) and ``np_aid`` (exact hypergradient descent, Eq. (1)), and
+the diagnostics :data:`BILEVEL_DIAGNOSTICS` (D1: exact inner + outer noise; D2: private
+inner, sigma 0; naive outer: exact inner, outer noise for f's data dependence only). A
+diagnostic reads its data through an un-noised release, so its derived epsilon is inf and its
+record says the guarantee is not covered.
 """
 
 from __future__ import annotations
@@ -53,7 +58,11 @@ from dpminimax.seeding import make_generator
 from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
 
 RELEASES = ("inner_y", "inner_y_lambda", "outer")
-SHARED = ("problem", "instance", "d_x", "d_y", "n", "outer_steps", "inner_steps", "accountant")
+SHARED = ("problem", "instance", "d_x", "d_y", "n", "outer_steps", "inner_steps", "accountant",
+          "schedule", "c_T")
+#: §5.2's schedule multipliers: at n = 2^12, epsilon = 2, d_y = 16 (epsilon n / sqrt(d_y) =
+#: 2048) they give lambda = 10.03 and T = 100, the fixed defaults (not tuned on a pilot, §7).
+C_LAM, C_T = 0.79, 0.62
 
 
 def zcdp_budget(epsilon: float, delta: float) -> float:
@@ -72,6 +81,23 @@ def paper_epsilon(epsilon: float, delta: float, outer_steps: int) -> float:
     return math.sqrt(2 * outer_steps * math.log(1 / delta_0)) * eps_0 + 2 * outer_steps * eps_0 ** 2
 
 
+def outer_schedule(params: dict[str, Any], epsilon: float, n: int, d_y: int,
+                   lambda_min: float) -> dict[str, Any]:
+    """A run's lambda and T: ``lam`` and ``outer_steps`` (``schedule: fixed``), or §5.2's
+    schedule in the dominant regime (``theory``): with s = epsilon n / sqrt(d_y), lambda =
+    c_lam s^(1/3) raised to ``lambda_min`` where below it (A5; ``lam_raised``) and T =
+    ceil(c_T s^(2/3)). The non-private twins have no epsilon: they take epsilon = 1, the
+    schedule's n- and d_y-dependence."""
+    if params["schedule"] == "fixed":
+        return {"lam": float(params["lam"]), "outer_steps": int(params["outer_steps"]),
+                "lam_raised": False}
+    scale = (1.0 if is_non_private(epsilon) else epsilon) * n / math.sqrt(d_y)
+    lam = float(params["c_lam"]) * scale ** (1 / 3)
+    return {"lam": max(lam, lambda_min), "outer_steps": math.ceil(float(params["c_T"])
+                                                                  * scale ** (2 / 3)),
+            "lam_raised": lam < lambda_min}
+
+
 class DpBilevel(Method):
     """Algorithm 1 with output-perturbation inner solvers (A1-OP; module docstring)."""
 
@@ -84,16 +110,19 @@ class DpBilevel(Method):
     parameters: ClassVar[dict[str, Any]] = {
         "problem": "pa_linear_response", "instance": 0, "d_x": 4, "d_y": 16, "n": 1000,
         "outer_steps": 100, "lam": 10.0, "eta": 0.1, "inner_steps": 0, "gamma": 0.05,
-        "accountant": "rdp"}
+        "accountant": "rdp", "schedule": "fixed", "c_lam": C_LAM, "c_T": C_T}
     checks: ClassVar[dict[str, Check]] = {
         "problem": one_of(*BILEVEL_PROBLEMS), "instance": NON_NEGATIVE, "d_x": COUNT,
         "d_y": COUNT, "n": COUNT, "outer_steps": COUNT, "lam": POSITIVE, "eta": POSITIVE,
-        "inner_steps": NON_NEGATIVE, "gamma": POSITIVE, "accountant": ACCOUNTANT}
+        "inner_steps": NON_NEGATIVE, "gamma": POSITIVE, "accountant": ACCOUNTANT,
+        "schedule": one_of("fixed", "theory"), "c_lam": POSITIVE, "c_T": POSITIVE}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
     #: upper_only: calibrated to f's data dependence only) and outer vector (penalty: Eq. (3)
-    #: at the inner solutions; hypergradient: Eq. (1), exact).
-    fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty"}
+    #: at the inner solutions; hypergradient: Eq. (1), exact) and DP-Loc-GD's rounds M
+    #: (0: A8's M).
+    fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty",
+                                       "inner_rounds": 0}
 
     @staticmethod
     def problem(params: dict[str, Any]) -> BilevelProblem:
@@ -105,12 +134,15 @@ class DpBilevel(Method):
         return data.n if isinstance(data, FixedSample) else int(shared["n"])
 
     def plan(self, run: RunSpec, n: int, data: FixedSample | None = None) -> RunPlan:
-        """The release tree of the module docstring, its record (replace-one) with the zCDP
-        budget, the paper's epsilon and whether the target is met."""
+        """The release tree of the module docstring at the schedule's lambda and T (recorded),
+        its record (replace-one) with the zCDP budget, the paper's epsilon and whether the
+        target is met."""
         params = self.resolve(run.params)
         problem = self.problem(params)
-        constants, steps = problem.constants, int(params["outer_steps"])
-        lam = float(params["lam"])
+        constants = problem.constants
+        planned = outer_schedule(params, run.epsilon, n, problem.y.dim, constants.lambda_min)
+        params |= planned
+        lam, steps = planned["lam"], planned["outer_steps"]
         if lam < constants.lambda_min:
             raise ValueError(f"method {self.name!r}: lam = {lam:g} is below the smallest "
                              f"penalty the lemmas allow (A5): {constants.lambda_min:g}")
@@ -126,7 +158,7 @@ class DpBilevel(Method):
                        else 1)
                  for name, sub in subproblems(constants, lam).items()]
         tree = Repeat((*inner, Batch((outer_release(problem, params["outer"], rho),))), steps)
-        values = {"rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
+        values = {**planned, "rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
                   "lambda_min": constants.lambda_min}
         for name, schedule in schedules.items():
             values |= {f"loc_gd_rounds_{name}": schedule.rounds,
@@ -174,17 +206,27 @@ class DpBilevelLocGd(DpBilevel):
     fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "inner": "loc_gd"}
 
 
+class DpBilevelGd(DpBilevelLocGd):
+    """Algorithm 1 with non-localized DP-GD inner solvers (A1-GD, spec §6.2's ablation):
+    DP-Loc-GD with M = 1 round, its steps projected onto B(y0, R_0) throughout."""
+
+    name: ClassVar[str] = "dp_bilevel_gd"
+    label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-GD inner solver, M = 1 (A1-GD)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevelLocGd.fixed, "inner_rounds": 1}
+
+
 def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, epsilon: float,
                     rho: float) -> dict[str, LocGdSchedule]:
     """Each subproblem's DP-Loc-GD schedule (none unless the inner solver is ``loc_gd``):
-    eps' = eps / sqrt(18 T) (for M, A8), gamma / (4 T) per call (§2.7c), T_GD of §2.7d unless
-    ``inner_steps``."""
+    eps' = eps / sqrt(18 T) (for M, A8, unless ``inner_rounds``), gamma / (4 T) per call
+    (§2.7c), T_GD of §2.7d unless ``inner_steps``."""
     if params["inner"] != "loc_gd":
         return {}
     steps = int(params["outer_steps"])
     return {name: loc_gd_schedule(sub, n, problem.y.dim, rho, epsilon / math.sqrt(18 * steps),
                                   float(params["gamma"]) / (4 * steps),
-                                  int(params["inner_steps"]) or None)
+                                  int(params["inner_steps"]) or None,
+                                  int(params["inner_rounds"]) or None)
             for name, sub in subproblems(problem.constants, float(params["lam"])).items()}
 
 
@@ -233,7 +275,12 @@ class BilevelProgram:
         self.n = len(next(iter(samples[0].values())))
         first = resolved[0]
         self.inner, self.gradient = first["inner"], first["gradient"]
-        self.steps = int(first["outer_steps"])
+        steps = {int(p["outer_steps"]) for p in resolved}
+        if len(steps) != 1:
+            raise ValueError("the runs of one program must share the outer step count T; got "
+                             f"{sorted(steps)} (schedule: theory plans T from epsilon: one "
+                             "epsilon per job)")
+        self.steps = steps.pop()
         self.lam = self._tensor([p["lam"] for p in resolved], device)
         self.eta = self._tensor([p["eta"] for p in resolved], device)
         constants = problem.constants

@@ -75,6 +75,10 @@ def _cost(metric: str, ylabel: str) -> Drawer:
 DIMENSION_RATE = {"SC": 1.0, "convex": 1 / 2}
 #: DP bilevel Thm. 4.1's rate (spec 002 §5.2): its two terms' slopes in n and in epsilon.
 BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
+#: ... and in the dimensions (§5.2): the upper-level term's +1/4 in d_x, the lower-level
+#: term's +1/6 in d_y.
+BILEVEL_DX_RATE = {"upper_term": 1 / 4}
+BILEVEL_DY_RATE = {"lower_term": 1 / 6}
 #: Thm. 8.2 / Cor. 8.3: a private inner solution's error falls like 1 / (n epsilon').
 INNER_RATE = {"inner_solver": -1.0}
 STATIONARITY = "||G_{F_S,η}(x_out)||"
@@ -139,13 +143,17 @@ FIGURES: dict[str, Drawer] = {
     "ratio_heatmap_population_risk": _ratio_map("excess_population_risk"),
     "ratio_heatmap_population_gap": _ratio_map("population_strong_gap"),
     "ratio_heatmap_population_primal_gap": _ratio_map("population_primal_gap"),
-    # DP bilevel rate studies (spec 002 §6.2 plots 1, 2, 5): the predicted slopes dotted
+    # DP bilevel rate studies (spec 002 §6.2 plots 1, 2, 3, 5): the predicted slopes dotted
     "gradient_mapping_vs_n": _rate("gradient_mapping_norm", STATIONARITY,
                                    reference=BILEVEL_RATE),
     "gradient_mapping_vs_epsilon": _rate("gradient_mapping_norm", STATIONARITY,
                                          against="epsilon", reference=BILEVEL_RATE),
     "inner_error_vs_n": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
                               reference=INNER_RATE),
+    "gradient_mapping_vs_dx": _rate("gradient_mapping_norm", STATIONARITY, against="d_x",
+                                    reference=BILEVEL_DX_RATE),
+    "gradient_mapping_vs_dy": _rate("gradient_mapping_norm", STATIONARITY, against="d_y",
+                                    reference=BILEVEL_DY_RATE),
     # DP-DRO (spec 004 §7): Figs. 1-3, curves over training at ε = 1, SCDRO dashed
     "dro_gradient_norm_curves": lambda table, req: draw_curves(            # DP-DRO Fig. 1
         table, "dro_gradient_norm_curves", list(req.out_paths)),
@@ -175,6 +183,10 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "gradient_mapping_norm", predicted=BILEVEL_RATE),
     "slopes_inner_error": lambda table: slopes_table(table, "inner_error_max",
                                                      predicted=INNER_RATE),
+    "slopes_gradient_mapping_vs_dx": lambda table: slopes_table(
+        table, "gradient_mapping_norm", predicted=BILEVEL_DX_RATE, against="d_x"),
+    "slopes_gradient_mapping_vs_dy": lambda table: slopes_table(
+        table, "gradient_mapping_norm", predicted=BILEVEL_DY_RATE, against="d_y"),
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }

@@ -54,6 +54,7 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
     "bilevel": ("DP bilevel", "#0072B2", "o"),
     "dp_bilevel": ("DP bilevel, Alg. 1 + output perturbation (A1-OP)", "#0072B2", "o"),
     "dp_bilevel_locgd": ("DP bilevel, Alg. 1 + DP-Loc-GD (A1-LocGD)", "#D55E00", "s"),
+    "dp_bilevel_gd": ("DP bilevel, Alg. 1 + DP-GD, M = 1 (A1-GD)", "#CC79A7", "^"),
     "np_pen": ("Penalty method, exact inner (NP-Pen, non-private)", "#222222", "d"),
     "np_aid": ("Exact hypergradient descent (NP-AID, non-private)", "#666666", "*"),
     "dp_sgd": ("DP-SGD", "#56B4E9", "v"),
