@@ -159,6 +159,32 @@ def test_markov_stopping(name, solver):
         assert (fine.gradient_evaluations - N) % per_iteration == 0
 
 
+@pytest.mark.parametrize(("name", "solver", "share"), [
+    ("p1_least_squares", "gd", lambda delta: delta ** 2 / 16),
+    ("g1_quadratic_game", "extragradient", lambda delta: delta / 8)])
+def test_markov_iterations_are_the_papers_accuracy(name, solver, share):
+    """The iterations are pinned to the accuracy the proofs need, written out: E||z - z*||^2 <=
+    delta^2 r^2 / 16 on a minimization problem (Jensen, then Markov at delta / 4), delta r^2 / 8
+    on a game (Markov at delta / 8), from ||z_0 - z*||^2 <= sum_b (||z_0,b|| + R_b)^2 at the
+    solver's a-priori contraction (z_0 = 0 here; unit weights)."""
+    from dpminimax.solvers.base import Subproblem
+
+    problem = get_problem(name, seed=0)
+    sample = problem.sample(N, make_generator(0, "data"))
+    delta, radius = 1e-6, 1e-2
+    stacked = {key: value.unsqueeze(0) for key, value in sample.items()}
+    subproblem = Subproblem(problem, stacked, [None], [Target(radius)],
+                            [make_generator(0, "s")], budget=10 ** 9)
+    contraction = float(SOLVERS[solver].rate(subproblem).squeeze())
+    initial = sum(block.radius ** 2 for block in problem.blocks)
+    iterations = math.ceil(math.log(initial / (share(delta) * radius ** 2))
+                           / -math.log(contraction))
+    (audit,) = solve_runs(solver, problem, [sample], [None], [Target(radius)],
+                          [make_generator(0, "s")], stopping="markov", delta=delta)
+    per_iteration = 2 * N if solver == "extragradient" else N
+    assert audit.gradient_evaluations == N + per_iteration * iterations
+
+
 def test_markov_stopping_refusals():
     problem, samples, proxes, targets = _runs("p1_least_squares", (1e-2,))
     with pytest.raises(ValueError, match="no a-priori rate"):
