@@ -85,10 +85,7 @@ class PhasedOutputPerturbation(ProblemMethod):
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """K phases, each one Gaussian release of its solution, composed in parallel."""
         params = self.resolve(run.params)
-        problem = self.problem(params)
-        if problem.maximized:
-            raise ValueError(f"method {self.name!r} is Alg. 2 for minimization; problem "
-                             f"{params['problem']!r} is a min-max problem")
+        problem = self.minimization_problem(params)
         check_base_solver(params, problem)
         (block,) = problem.blocks
         constants = problem.constants

@@ -63,10 +63,7 @@ class PhasedSgd(ProblemMethod):
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """One Gaussian release per phase, sensitivity 2 L eta_i, composed in parallel."""
         params = self.resolve(run.params)
-        problem = self.problem(params)
-        if problem.maximized:
-            raise ValueError(f"method {self.name!r} is for minimization; problem "
-                             f"{params['problem']!r} is a min-max problem")
+        problem = self.minimization_problem(params)
         (block,) = problem.blocks
         constants = problem.constants
         lr = (theory_step(problem, n, run.epsilon, run.delta) if params["lr"] == THEORY

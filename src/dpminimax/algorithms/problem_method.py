@@ -53,6 +53,14 @@ class ProblemMethod(Method):
                         int(params.get("d", PROBLEM_PARAMETERS["d"])),
                         problem_tau(params.get("tau", DEFAULT_TAU), int(params["n"])))
 
+    def minimization_problem(self, params: dict[str, Any]) -> Problem:
+        """:meth:`problem`, refused where it maximizes a block (a method for minimization)."""
+        problem = self.problem(params)
+        if problem.maximized:
+            raise ValueError(f"method {self.name!r} is for minimization; problem "
+                             f"{params['problem']!r} is a min-max problem")
+        return problem
+
     @staticmethod
     def sample(problem: Problem, run: RunSpec, params: dict[str, Any],
                device: torch.device) -> dict[str, torch.Tensor]:
