@@ -238,6 +238,8 @@ def test_markov_stopping_audits_every_solver_call():
         rows = method.task.evaluate(method, fit, None, CPU)
         assert [(row["accuracy_violations"], row["solver_calls"]) for row in rows] == [
             (0, calls)] * 3, name
+        allowed = 1e-6 / 8 if "minimax" in name else 1e-6 / 4
+        assert all(row["allowed_miss_rate"] == pytest.approx(allowed) for row in rows), name
         assert all(row["gradient_evaluations"] > 0 for row in rows)
         certified = method.fit(None, [RunSpec(0, 0.5, 1e-6, {
             "problem": problem, "n": 256, "solver": solver})], CPU)

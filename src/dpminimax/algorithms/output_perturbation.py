@@ -55,7 +55,14 @@ from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan
 from dpminimax.problems import Constants, Problem
 from dpminimax.problems.base import Prox
 from dpminimax.seeding import make_generator
-from dpminimax.solvers import SOLVERS, Target, check_solver, solve_runs
+from dpminimax.solvers import (
+    SOLVERS,
+    STOPPINGS,
+    Target,
+    check_solver,
+    markov_failure,
+    solve_runs,
+)
 
 SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 #: The base-solver parameters of Algs. 1-5 (:mod:`dpminimax.solvers`). How an iterative base
@@ -64,7 +71,6 @@ SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 #: in-expectation accuracy, Markov's inequality giving the condition with probability
 #: 1 - delta / 4 (delta / 8 on a game), inside the delta / 2 kept for the solver (spec 003 §6
 #: E9: the runs count the calls whose point misses the condition).
-STOPPINGS = ("certificate", "markov")
 SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact", "stopping": "certificate"}
 SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS), "stopping": one_of(*STOPPINGS)}
 
@@ -95,7 +101,7 @@ class OutputPerturbation(ProblemMethod):
         where there is one) and (``sigma``) the paper's or the calibrated multiplier."""
         params = self.resolve(run.params)
         problem = self.problem(params)
-        check_base_solver(params, problem)
+        check_solver(params["solver"], problem, params["stopping"])
         ridge = self.ridge(problem, n, run)
         sensitivities = output_sensitivities(problem, n, ridge)
         return output_plan(self, run, params, len(sensitivities),
@@ -223,16 +229,6 @@ def ridged_constants(problem: Problem, ridge: float) -> Constants:
         diameter=constants.diameter)
 
 
-def check_base_solver(params: dict[str, Any], problem: Problem) -> None:
-    """Refuse a base solver unfit for ``problem``, or Markov stopping with a solver that has
-    no a-priori rate."""
-    check_solver(params["solver"], problem)
-    if params["stopping"] == "markov" and SOLVERS[params["solver"]].rate is None:
-        raise ValueError(f"stopping 'markov' needs a solver with an a-priori rate "
-                         f"({sorted(k for k, v in SOLVERS.items() if v.rate is not None)}); "
-                         f"{params['solver']!r} has none")
-
-
 @dataclass
 class BaseSolvers:
     """Every run's base solver, its stopping rule and privacy delta (for Markov stopping), and
@@ -245,6 +241,8 @@ class BaseSolvers:
     evaluations: list[int | None] = field(default_factory=list)
     missed: list[int] = field(default_factory=list)
     calls: int = 0
+    #: Under Markov stopping, the miss probability the proofs allow each call.
+    allowed: float | None = None
 
     @classmethod
     def of(cls, resolved: Sequence[dict[str, Any]], runs: Sequence[RunSpec]) -> BaseSolvers:
@@ -256,6 +254,8 @@ class BaseSolvers:
               streams: Sequence[torch.Generator]) -> list[dict[str, torch.Tensor]]:
         """Every run's point (:func:`~dpminimax.solvers.solve_runs`), its cost recorded."""
         markov = self.stopping == "markov"
+        if markov:
+            self.allowed = markov_failure(problem, self.delta)
         solved = solve_runs(self.names, problem, samples, proxes, targets, streams,
                             stopping=self.stopping, delta=self.delta if markov else None)
         self.calls += 1
@@ -268,8 +268,10 @@ class BaseSolvers:
 
     def counters(self, n: int) -> list[dict[str, float]]:
         """Every run's metric columns: :func:`solver_counters` and, under Markov stopping,
-        ``accuracy_violations`` of its ``solver_calls``."""
-        audit = [{"accuracy_violations": missed, "solver_calls": self.calls}
+        ``accuracy_violations`` of its ``solver_calls`` and the ``allowed_miss_rate`` per
+        call."""
+        audit = [{"accuracy_violations": missed, "solver_calls": self.calls,
+                  "allowed_miss_rate": self.allowed}
                  if self.stopping == "markov" else {} for missed in self.missed]
         return [{**solver_counters(count, n), **extra}
                 for count, extra in zip(self.evaluations, audit, strict=True)]

@@ -56,7 +56,6 @@ from dpminimax.algorithms.output_perturbation import (
     SOLVER_CHECKS,
     SOLVER_PARAMETERS,
     BaseSolvers,
-    check_base_solver,
     output_plan,
 )
 from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
@@ -78,7 +77,7 @@ from dpminimax.algorithms.utility_bounds import csc_bounds, phased_minimax_bound
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.release import Repeat
 from dpminimax.problems import Block, Problem
-from dpminimax.solvers import Target
+from dpminimax.solvers import Target, check_solver
 
 SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 
@@ -136,7 +135,7 @@ class PhasedGameMethod(ProblemMethod):
         params = self.resolve(run.params)
         problem = self.problem(params)
         x, y = game_blocks(problem, self.name, params["problem"])
-        check_base_solver(params, problem)
+        check_solver(params["solver"], problem, params["stopping"])
         return params, problem, x, y
 
     def program(self, data: PreparedDataset | None, runs: Sequence[RunSpec],

@@ -36,7 +36,6 @@ from dpminimax.algorithms.output_perturbation import (
     SOLVER_CHECKS,
     SOLVER_PARAMETERS,
     BaseSolvers,
-    check_base_solver,
     output_plan,
     output_releases,
 )
@@ -53,7 +52,7 @@ from dpminimax.privacy.release import BatchedRelease, Parallel
 from dpminimax.problems import Problem
 from dpminimax.problems.base import Prox
 from dpminimax.seeding import make_generator
-from dpminimax.solvers import Target
+from dpminimax.solvers import Target, check_solver
 
 SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "schedule", "rounding", "project")
 
@@ -86,7 +85,7 @@ class PhasedOutputPerturbation(ProblemMethod):
         """K phases, each one Gaussian release of its solution, composed in parallel."""
         params = self.resolve(run.params)
         problem = self.minimization_problem(params)
-        check_base_solver(params, problem)
+        check_solver(params["solver"], problem, params["stopping"])
         (block,) = problem.blocks
         constants = problem.constants
         lipschitz, bound = constants.lipschitz, constants.diameter

@@ -19,7 +19,13 @@ from typing import NamedTuple
 import torch
 
 from dpminimax.problems.base import Examples, Point, Problem, Prox
-from dpminimax.solvers.base import SolverError, Subproblem, Target, markov_iterations
+from dpminimax.solvers.base import (
+    SolverError,
+    Subproblem,
+    Target,
+    markov_failure,
+    markov_iterations,
+)
 from dpminimax.solvers.minimization import (
     accelerated_gradient,
     gradient_descent,
@@ -31,6 +37,8 @@ from dpminimax.solvers.saddle import extragradient, extragradient_rate, palaniap
 
 #: The most passes over the data a solver may make before :class:`SolverError`.
 MAX_PASSES = 100_000
+#: How a solver stops: on its certificate, or after the iterations of Markov stopping.
+STOPPINGS = ("certificate", "markov")
 
 
 @dataclass(frozen=True)
@@ -74,14 +82,18 @@ class Audited(NamedTuple):
     meets_target: bool
 
 
-def check_solver(name: str, problem: Problem) -> None:
-    """Refuse a solver unknown or unfit for ``problem`` (a minimizer on a min-max problem)."""
+def check_solver(name: str, problem: Problem, stopping: str = "certificate") -> None:
+    """Refuse a solver unknown or unfit for ``problem`` (a minimizer on a min-max problem), or
+    Markov stopping with a solver that has no a-priori rate."""
     if name not in SOLVERS:
         raise ValueError(f"unknown solver {name!r}; known solvers: {sorted(SOLVERS)}")
     if problem.maximized and not SOLVERS[name].saddle:
         raise ValueError(f"solver {name!r} minimizes; the problem maximizes "
                          f"{list(problem.maximized)} (use one of "
                          f"{sorted(k for k, s in SOLVERS.items() if s.saddle)})")
+    if stopping == "markov" and SOLVERS[name].rate is None:
+        raise ValueError(f"solver {name!r} has no a-priori rate for Markov stopping (use one "
+                         f"of {sorted(k for k, s in SOLVERS.items() if s.rate is not None)})")
 
 
 def solve(name: str, problem: Problem, examples: Examples, prox: Prox | None,
@@ -116,14 +128,14 @@ def solve_runs(names: str | Sequence[str], problem: Problem, samples: Sequence[E
     meets the in-expectation accuracy of the paper's Markov route at privacy ``delta``
     (:func:`~dpminimax.solvers.base.markov_iterations`), and comes back :class:`Audited` (the
     count as with the certificate: each iteration's full operator, the last one unused)."""
-    if stopping not in ("certificate", "markov") or (stopping == "markov") == (delta is None):
+    if stopping not in STOPPINGS or (stopping == "markov") == (delta is None):
         raise ValueError(f"stopping {stopping!r} with delta {delta}: use 'certificate', or "
                          f"'markov' with the privacy delta")
     runs = len(samples)
     names = [names] * runs if isinstance(names, str) else list(names)
     starts = [None] * runs if starts is None else list(starts)
     for name in set(names):
-        check_solver(name, problem)
+        check_solver(name, problem, stopping)
     solutions: list[Solution | None] = [None] * runs
     for name in dict.fromkeys(names):
         group = [r for r in range(runs) if names[r] == name]
@@ -141,9 +153,6 @@ def _solve_group(name: str, problem: Problem, samples: list[Examples],
                  max_passes: int, delta: float | None) -> list[Solution] | list[Audited]:
     """:func:`solve_runs` for runs of one solver ``name`` (``delta``: Markov stopping)."""
     solver = SOLVERS[name]
-    if delta is not None and solver.rate is None:
-        raise ValueError(f"solver {name!r} has no a-priori rate for Markov stopping (use one "
-                         f"of {sorted(k for k, s in SOLVERS.items() if s.rate is not None)})")
     if solver.run is None:
         return [Solution(problem.empirical_solution(sample, prox), None)
                 for sample, prox in zip(samples, proxes, strict=True)]
@@ -179,5 +188,5 @@ def _meets(problem: Problem, examples: Examples, prox: Prox | None, target: Targ
                for b, z in exact.items()) <= target.radius ** 2
 
 
-__all__ = ["MAX_PASSES", "SOLVERS", "Audited", "Solution", "Solver", "SolverError", "Subproblem",
-           "Target", "check_solver", "solve", "solve_runs"]
+__all__ = ["MAX_PASSES", "SOLVERS", "STOPPINGS", "Audited", "Solution", "Solver", "SolverError",
+           "Subproblem", "Target", "check_solver", "markov_failure", "solve", "solve_runs"]

@@ -277,6 +277,12 @@ def certificate(subproblem: Subproblem, point: Point, operator: Point) -> torch.
             ).sqrt().squeeze(1)
 
 
+def markov_failure(problem: Problem, delta: float) -> float:
+    """The probability the proofs allow a Markov-stopped call to miss its accuracy condition:
+    delta / 4 on a minimization problem (Alg. 1), delta / 8 on a game (Alg. 3, Lemma B.1)."""
+    return delta / 8.0 if problem.maximized else delta / 4.0
+
+
 def markov_iterations(subproblem: Subproblem, start: Point, contraction: torch.Tensor,
                       delta: float) -> torch.Tensor:
     """Per run (R,), the iterations after which a solver whose squared distance to z* shrinks
@@ -290,7 +296,8 @@ def markov_iterations(subproblem: Subproblem, start: Point, contraction: torch.T
     ||.||_w^2 <= max_b w_b ||.||^2."""
     if any(math.isinf(block.radius) for block in subproblem.blocks.values()):
         raise ValueError("Markov stopping needs bounded blocks (an a-priori ||z_0 - z*||)")
-    share = delta / 8.0 if subproblem.problem.maximized else delta ** 2 / 16.0
+    failure = markov_failure(subproblem.problem, delta)
+    share = failure if subproblem.problem.maximized else failure ** 2
     accuracy = share * subproblem.radii.square()
     initial = sum((z.norm(dim=-1) + subproblem.blocks[b].radius).square()
                   for b, z in start.items())
