@@ -21,7 +21,7 @@ from dpminimax.algorithms.base import RunSpec
 from dpminimax.algorithms.dp_bilevel import BILEVEL_DIAGNOSTICS, paper_epsilon, zcdp_budget
 from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import BatchedRelease, release_counts, releases_of
-from dpminimax.problems.bilevel import stack_examples
+from dpminimax.problems.base import stack_examples
 
 CPU = torch.device("cpu")
 DELTA = 1e-5

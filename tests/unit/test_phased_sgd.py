@@ -12,7 +12,7 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.phased_sgd import phase_sizes
+from dpminimax.algorithms.phased_sgd import sgd_phases
 from dpminimax.privacy.release import Parallel, release_counts
 
 CPU = torch.device("cpu")
@@ -26,9 +26,9 @@ def _fit(name, epsilon, seeds=(0, 1), **params):
 
 
 def test_phases_halve_and_use_at_most_n_examples():
-    assert phase_sizes(1024) == (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+    assert sgd_phases(1024).sizes == (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
     for n in (2, 3, 100, 1000, 1025):
-        sizes = phase_sizes(n)
+        sizes = sgd_phases(n).sizes
         assert len(sizes) == math.ceil(math.log2(n)) and sum(sizes) <= n
 
 
@@ -54,8 +54,8 @@ def test_counters_are_the_phase_sizes():
     _, fit = _fit("phased_sgd", 1.0, n=100)
     assert fit.resolved_params[0]["phases"] == 7
     for counters in fit.counters:
-        assert counters == {"gradient_evaluations": sum(phase_sizes(100)),
-                            "gradient_evaluations_per_sample": sum(phase_sizes(100)) / 100}
+        assert counters == {"gradient_evaluations": sum(sgd_phases(100).sizes),
+                            "gradient_evaluations_per_sample": sum(sgd_phases(100).sizes) / 100}
 
 
 def test_the_nonprivate_twin_reaches_the_statistical_rate():

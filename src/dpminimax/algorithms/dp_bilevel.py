@@ -53,7 +53,7 @@ from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIV
 from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, releases_of
 from dpminimax.problems import BILEVEL_PROBLEMS, BilevelProblem, FixedSample, get_bilevel_problem
-from dpminimax.problems.bilevel import stack_examples
+from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
 from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
 

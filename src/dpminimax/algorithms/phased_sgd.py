@@ -28,7 +28,11 @@ import torch
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.output_perturbation import calibrated_multiplier, solver_counters
 from dpminimax.algorithms.params import ACCOUNTANT, POSITIVE, Check
-from dpminimax.algorithms.phased_output_perturbation import phase_schedule, phased_releases
+from dpminimax.algorithms.phased_output_perturbation import (
+    PhaseSchedule,
+    phase_schedule,
+    phased_releases,
+)
 from dpminimax.algorithms.problem_method import (
     PROBLEM_CHECKS,
     PROBLEM_PARAMETERS,
@@ -39,6 +43,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.problems import Problem
+from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
 
 THEORY = "theory"
@@ -69,7 +74,7 @@ class PhasedSgd(ProblemMethod):
         lr = (theory_step(problem, n, run.epsilon, run.delta) if params["lr"] == THEORY
               else float(params["lr"]))
         cap = 8.0 / constants.smoothness
-        phases = len(phase_sizes(n))
+        phases = sgd_phases(n).phases
         sensitivities = [2.0 * constants.lipschitz * min(lr, cap) / 4 ** i
                          for i in range(1, phases + 1)]
         multiplier = self.calibrate(run, lambda: calibrated_multiplier(
@@ -97,10 +102,10 @@ def theory_step(problem: Problem, n: int, epsilon: float, delta: float) -> float
         4.0 / math.sqrt(n), epsilon / math.sqrt(block.dim * math.log(1.0 / delta)))
 
 
-def phase_sizes(n: int) -> tuple[int, ...]:
-    """n_i = max(1, floor(n / 2^i)) for i = 1..ceil(log2 n) (at least one phase): the
-    phased-ERM schedule's chunks."""
-    return phase_schedule(n, "ceil", "phased_erm").sizes
+def sgd_phases(n: int) -> PhaseSchedule:
+    """The phased-ERM schedule's chunks: n_i = max(1, floor(n / 2^i)) for i = 1..ceil(log2 n)
+    (at least one phase)."""
+    return phase_schedule(n, "ceil", "phased_erm")
 
 
 class PhasedSgdProgram:
@@ -114,10 +119,9 @@ class PhasedSgdProgram:
                  plans: Sequence[RunPlan], *, device: torch.device) -> None:
         (self.block,) = problem.blocks
         self.model, self.samples, self.n = problem, list(samples), int(params[0]["n"])
-        self.examples = {key: torch.stack([sample[key] for sample in samples])
-                         for key in samples[0]}
-        self.sizes = phase_sizes(self.n)
-        self.steps = len(self.sizes)
+        self.examples = stack_examples(samples)
+        self.schedule = sgd_phases(self.n)
+        self.steps = self.schedule.phases
         self.lr = torch.tensor([float(p["lr"]) for p in params], dtype=problem.dtype,
                                device=device).view(-1, 1)
         self.clip = torch.full((len(seeds),), problem.constants.lipschitz, device=device)
@@ -128,24 +132,25 @@ class PhasedSgdProgram:
                       for seed in seeds]
         self.state = {self.block.name: torch.zeros(len(seeds), self.block.dim,
                                                    dtype=problem.dtype, device=device)}
-        self.used = self.done = 0
+        self.done = 0
 
     @property
     def counters(self) -> list[dict[str, float]]:
-        return [solver_counters(self.used, self.n) for _ in self.noise]
+        used = sum(self.schedule.sizes[:self.done])
+        return [solver_counters(used, self.n) for _ in self.noise]
 
     def step(self) -> None:
-        phase, size = self.done + 1, self.sizes[self.done]
+        phase = self.done + 1
         step = self.lr / 4 ** phase
         point = self.state[self.block.name]
         average = torch.zeros_like(point)
-        for t in range(self.used, self.used + size):
+        rows = self.schedule.rows(phase)
+        for seen, t in enumerate(range(rows.start, rows.stop), start=1):
             example = {key: value[:, t:t + 1] for key, value in self.examples.items()}
             grads = self.model.per_example_grads({self.block.name: point}, example)
             point = self.block.project(point - step * clipped_sum(grads[self.block.name],
                                                                   self.clip))
-            average = average + (point - average) / (t - self.used + 1)
-        self.used += size
+            average = average + (point - average) / seen
         self.done += 1
         self.state = {self.block.name: self.releases[self.done - 1].perturb(average,
                                                                              self.noise)}

@@ -62,6 +62,7 @@ from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
 from dpminimax.problems import Problem
+from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
 
 LIPSCHITZ = "lipschitz"
@@ -188,8 +189,7 @@ class SgdaProgram:
                              "(a theory schedule depends on epsilon: one program per epsilon)")
         self.model = problem
         self.samples = list(samples)
-        self.examples = {key: torch.stack([sample[key] for sample in samples])
-                         for key in samples[0]}
+        self.examples = stack_examples(samples)
         self.n = int(params[0]["n"])
         self.q, self.steps = float(params[0]["sampling_rate"]), int(params[0]["steps"])
         self.blocks = problem.blocks

@@ -111,10 +111,10 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: s
             "runs": [{"run_id": run.run_id, **acc} for fit in fits
                      for run, acc in zip(fit.runs, fit.accounting, strict=True)]
         })
-        records = [{"model": _model_record(fit.model),
-                    "state": {k: v.cpu() for k, v in fit.state.items()},
-                    "run_ids": [run.run_id for run in fit.runs]} for fit in fits]
-        torch.save(records[0] if len(records) == 1 else {"fits": records}, tmp / "model.pt")
+        saved = [{"model": _model_record(fit.model),
+                  "state": {k: v.cpu() for k, v in fit.state.items()},
+                  "run_ids": [run.run_id for run in fit.runs]} for fit in fits]
+        torch.save(saved[0] if len(saved) == 1 else {"fits": saved}, tmp / "model.pt")
         write_json(tmp / "run_config.json", config)
     return table
 

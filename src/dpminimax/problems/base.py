@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +23,11 @@ Examples = dict[str, torch.Tensor]
 Point = dict[str, torch.Tensor]
 #: A proximal term: its center and its modulus per block (a block absent from both has none).
 Prox = tuple[Point, Mapping[str, float]]
+
+
+def stack_examples(samples: Sequence[Examples]) -> Examples:
+    """The runs' samples (each (n, ...)) stacked on a leading run axis."""
+    return {key: torch.stack([sample[key] for sample in samples]) for key in samples[0]}
 
 
 @dataclass(frozen=True)

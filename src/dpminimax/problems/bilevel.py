@@ -150,8 +150,3 @@ def ball(n: int, dim: int, generator: torch.Generator, dtype: torch.dtype) -> to
     directions = draws / torch.linalg.vector_norm(draws, dim=-1, keepdim=True)
     radii = torch.rand(n, 1, generator=generator, dtype=dtype) ** (1.0 / dim)
     return directions * radii
-
-
-def stack_examples(samples: list[Examples]) -> Examples:
-    """The runs' samples (each (n, ...)) stacked on a leading run axis."""
-    return {key: torch.stack([sample[key] for sample in samples]) for key in samples[0]}

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from dpminimax.problems.base import Examples, Point, Problem, Prox
+from dpminimax.problems.base import Examples, Point, Problem, Prox, stack_examples
 from dpminimax.solvers.base import (
     SolverError,
     Subproblem,
@@ -156,7 +156,7 @@ def _solve_group(name: str, problem: Problem, samples: list[Examples],
     if solver.run is None:
         return [Solution(problem.empirical_solution(sample, prox), None)
                 for sample, prox in zip(samples, proxes, strict=True)]
-    stacked = {key: torch.stack([sample[key] for sample in samples]) for key in samples[0]}
+    stacked = stack_examples(samples)
     subproblem = Subproblem(
         problem, stacked, proxes,
         [target if isinstance(target, Target) else Target(float(target)) for target in targets],

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from dpminimax.problems.bilevel import stack_examples
+from dpminimax.problems.base import stack_examples
 from dpminimax.tasks.base import Task
 
 if TYPE_CHECKING:
