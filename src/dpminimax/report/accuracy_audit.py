@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import binomtest
 
-from dpminimax.report.aggregate import ResultsTableError
+from dpminimax.report.aggregate import ResultsTableError, require_columns
 
 KEYS = ("dataset", "method", "p_solver", "epsilon", "p_n")
 COLUMNS = ("accuracy_violations", "solver_calls", "allowed_miss_rate")
@@ -24,10 +24,8 @@ COLUMNS = ("accuracy_violations", "solver_calls", "allowed_miss_rate")
 
 def accuracy_audit_table(table: pd.DataFrame) -> pd.DataFrame:
     """Solver calls and accuracy violations per grid point, against the designed rate."""
-    missing = [c for c in (*KEYS, *COLUMNS) if c not in table.columns]
-    if missing:
-        raise ResultsTableError(f"accuracy audit: the runs table lacks {missing} (run the "
-                                "methods with stopping: markov)")
+    require_columns(table, (*KEYS, *COLUMNS), "the accuracy audit",
+                    "run the methods with stopping: markov")
     audited = table[table["solver_calls"].notna()]
     if audited.empty:
         raise ResultsTableError("accuracy audit: no run was stopped by Markov's inequality "

@@ -29,6 +29,14 @@ class ResultsTableError(ValueError):
     """A results file does not have the columns of the long results table."""
 
 
+def require_columns(table: pd.DataFrame, columns: Sequence[str], what: str, hint: str) -> None:
+    """Refuse a runs table without ``columns``: ``what`` needs them (``hint``: which runs
+    have them)."""
+    missing = [c for c in dict.fromkeys(columns) if c not in table.columns]
+    if missing:
+        raise ResultsTableError(f"{what} needs column(s) {missing} ({hint})")
+
+
 def concat_results(
     paths: Iterable[str | os.PathLike], required: Sequence[str] = IDENTITY_COLUMNS
 ) -> pd.DataFrame:

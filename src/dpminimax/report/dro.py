@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from dpminimax.report.aggregate import ResultsTableError, epsilon_label
+from dpminimax.report.aggregate import epsilon_label, require_columns
 from dpminimax.report.figures import save_figure, standin_datasets
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, SeriesStyle, method_style, paper_style
 
@@ -234,6 +234,4 @@ def _plus_minus(mean: float, std: float) -> str:
 
 
 def _require(table: pd.DataFrame, metrics: list[str], name: str) -> None:
-    missing = [c for c in (*KEYS, "seed", *metrics) if c not in table.columns]
-    if missing:
-        raise ResultsTableError(f"{name}: no column(s) {missing} in the runs table")
+    require_columns(table, (*KEYS, "seed", *metrics), name, "the runs of paper 004's methods")

@@ -24,7 +24,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from dpminimax.report.aggregate import ResultsTableError
+from dpminimax.report.aggregate import ResultsTableError, require_columns
 from dpminimax.report.figures import save_figure
 from dpminimax.report.pareto import pareto_front
 from dpminimax.report.rates import (
@@ -100,10 +100,8 @@ def plot_utility_vs_cost(table: pd.DataFrame, metric: str, *, ylabel: str,
 def _ratio_cells(table: pd.DataFrame, ratio: str) -> pd.DataFrame:
     """The seed mean of ``ratio`` per (problem, method [variant], epsilon, n), runs without a
     bound left out."""
-    missing = [c for c in ("dataset", "method", "epsilon", "p_n", ratio) if c not in table.columns]
-    if missing:
-        raise ResultsTableError(f"a bound heat-map needs column(s) {missing} (runs of a method "
-                                "that prints a bound, on a grid over n and epsilon)")
+    require_columns(table, ("dataset", "method", "epsilon", "p_n", ratio), "a bound heat-map",
+                    "runs of a method that prints a bound, on a grid over n and epsilon")
     bounded = with_variants(table)[lambda t: t[ratio].notna()]
     if bounded.empty:
         raise ResultsTableError(f"no printed bound: {ratio!r} is missing on every run (none of "
@@ -148,11 +146,9 @@ def _cost_points(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Seed means of ``metric`` (``mean``) and of the gradient evaluations per sample
     (``cost``; NaN where the solver counts none) per (problem, n, epsilon, method, solver)."""
     table = with_column(table, "solver")
-    missing = [c for c in ("dataset", "method", "epsilon", "p_n", metric, COST)
-               if c not in table.columns]
-    if missing:
-        raise ResultsTableError(f"a utility-vs-cost figure needs column(s) {missing} (runs "
-                                "of BYOA's methods with an iterative base solver)")
+    require_columns(table, ("dataset", "method", "epsilon", "p_n", metric, COST),
+                    "a utility-vs-cost figure",
+                    "runs of BYOA's methods with an iterative base solver")
     if table[COST].notna().sum() == 0:
         raise ResultsTableError(f"no run counts its gradient evaluations ({COST!r} is missing "
                                 "on every run: only exact solvers)")

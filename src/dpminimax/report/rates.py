@@ -28,6 +28,7 @@ from dpminimax.report.aggregate import (
     bootstrap_slope,
     epsilon_label,
     loglog_slope,
+    require_columns,
     summarize,
 )
 from dpminimax.report.figures import save_figure
@@ -242,11 +243,8 @@ def series_colours(count: int) -> list[tuple[float, float, float]]:
 
 
 def _require(table: pd.DataFrame, metric: str, against: str = "p_n") -> None:
-    missing = [c for c in dict.fromkeys((*SERIES, "p_n", against, metric))
-               if c not in table.columns]
-    if missing:
-        raise ResultsTableError(f"a rate figure needs column(s) {missing} (runs on a synthetic "
-                                f"problem with a grid over n and {against})")
+    require_columns(table, (*SERIES, "p_n", against, metric), "a rate figure",
+                    f"runs on a synthetic problem with a grid over n and {against}")
     if table[metric].isna().all():
         raise ResultsTableError(f"no run measures {metric!r} (a figure of another problem "
                                 "kind?)")
