@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
+from dpminimax.algorithms.bilevel_grid import DpGrid, FixedOmega, NonPrivateGrid
 from dpminimax.algorithms.double_spider import (
     DpDoubleSpider,
     DpSgdaDro,
     NonPrivateDoubleSpider,
     PrivateDiffDro,
 )
-from dpminimax.algorithms.dp_bilevel import DpBilevel, DpBilevelGd, DpBilevelLocGd, NpAid, NpPen
+from dpminimax.algorithms.dp_bilevel import (
+    DpBilevel,
+    DpBilevelGd,
+    DpBilevelLocGd,
+    DpBilevelPublicOuter,
+    NpAid,
+    NpPen,
+    Sec7PaperSign,
+)
 from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
 from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
 from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
@@ -48,7 +57,9 @@ METHODS: dict[str, type[Method]] = {
                               DpBilevel, DpBilevelLocGd, DpBilevelGd, NpPen, NpAid,
                               DpDoubleSpider, NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
                               DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
-                              PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily)
+                              PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
+                              DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
+                              NonPrivateGrid)
 }
 
 

@@ -49,10 +49,12 @@ def subproblems(constants: BilevelConstants, lam: float) -> dict[str, Subproblem
     """Spec §2.2's table: g(x, .) has (mu_g, L0g, L0g / mu_g) (Remark 2.7); f + lambda g has
     modulus lambda mu_g - L1f (>= lambda mu_g / 2 for lambda >= 2 L1f / mu_g, A5), examples
     (L0f + lambda L0g)-Lipschitz (<= 2 lambda L0g, Lemma 8.1) and its argmin within
-    L0f / (lambda mu_g) of y* (Lemma 8.5)."""
+    L0f / (lambda mu_g) of y* (Lemma 8.5). The Lipschitz constants are those of the examples'
+    example-dependent parts (:attr:`BilevelConstants.inner_g`, ``inner_f``), what one
+    replacement changes."""
     c = constants
-    return {"y": Subproblem(c.mu_g, c.l0g, c.l0g / c.mu_g),
-            "y_lambda": Subproblem(lam * c.mu_g - c.l1f, c.l0f + lam * c.l0g,
+    return {"y": Subproblem(c.mu_g, c.inner_g, c.l0g / c.mu_g),
+            "y_lambda": Subproblem(lam * c.mu_g - c.l1f, c.inner_f + lam * c.inner_g,
                                    c.l0g / c.mu_g + c.l0f / (lam * c.mu_g))}
 
 

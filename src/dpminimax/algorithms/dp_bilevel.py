@@ -118,11 +118,13 @@ class DpBilevel(Method):
         "schedule": one_of("fixed", "theory"), "c_lam": POSITIVE, "c_T": POSITIVE}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
-    #: upper_only: calibrated to f's data dependence only) and outer vector (penalty: Eq. (3)
-    #: at the inner solutions; hypergradient: Eq. (1), exact) and DP-Loc-GD's rounds M
-    #: (0: A8's M).
+    #: upper_only: calibrated to f's data dependence only; public: none, on a problem whose
+    #: outer vector reads no data, the budget split over the inner calls, spec §4.3 / A14),
+    #: outer vector (penalty: Eq. (3) at the inner solutions; hypergradient: Eq. (1), exact),
+    #: DP-Loc-GD's rounds M (0: A8's M) and the step's sign (-1: descent, line 5; +1: the
+    #: ascent of Section 7's closed form as printed, A10).
     fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty",
-                                       "inner_rounds": 0}
+                                       "inner_rounds": 0, "step_sign": -1}
 
     @staticmethod
     def problem(params: dict[str, Any]) -> BilevelProblem:
@@ -149,7 +151,13 @@ class DpBilevel(Method):
         if params["gradient"] == "hypergradient" and self.private:
             raise ValueError("the exact hypergradient (Eq. (1)) has no per-example bound: it "
                              "is the non-private reference only")
-        rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / (3 * steps),
+        public = params["outer"] == "public"
+        if public and not problem.outer_is_public:
+            raise ValueError(f"method {self.name!r}: problem {params['problem']!r} has an outer "
+                             "vector that reads the data; only a problem whose outer vector is "
+                             "post-processing (Section 7, spec §4.3) may skip the outer noise")
+        mechanisms = (2 if public else 3) * steps
+        rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / mechanisms,
                              0.0)
         schedules = inner_schedules(problem, params, n, run.epsilon, rho)
         inner = [Batch((inner_release(f"inner_{name}", params["inner"], sub, n, rho,
@@ -157,7 +165,8 @@ class DpBilevel(Method):
                        schedules[name].rounds * schedules[name].steps if name in schedules
                        else 1)
                  for name, sub in subproblems(constants, lam).items()]
-        tree = Repeat((*inner, Batch((outer_release(problem, params["outer"], rho),))), steps)
+        outer = () if public else (Batch((outer_release(problem, params["outer"], rho),)),)
+        tree = Repeat((*inner, *outer), steps)
         values = {**planned, "rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
                   "lambda_min": constants.lambda_min}
         for name, schedule in schedules.items():
@@ -168,12 +177,13 @@ class DpBilevel(Method):
         return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan, steps))
 
     def guarantee(self, run: RunSpec, tree: Repeat, plan: RunPlan,
-                  steps: int) -> dict[str, Any]:
+                  steps: int | None) -> dict[str, Any]:
         """The record's replace-one relation, zCDP budget and paper epsilon (for a finite
-        target), and whether the target is met, with the reason where it is not."""
+        target and Alg. 1's ``steps``), and whether the target is met, with the reason where
+        it is not."""
         spent = plan.record["epsilon"]
         extras: dict[str, Any] = {"neighboring_relation": "replace_one"}
-        if not is_non_private(run.epsilon):
+        if steps is not None and not is_non_private(run.epsilon):
             extras |= {"zcdp_rho": zcdp_budget(run.epsilon, run.delta),
                        "epsilon_paper_accounting": paper_epsilon(run.epsilon, run.delta, steps),
                        "paper_delta": run.delta}
@@ -190,12 +200,17 @@ class DpBilevel(Method):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> BilevelProgram:
         problem = self.problem(shared)
-        if isinstance(data, FixedSample):
-            samples = [{k: v.to(device) for k, v in data.examples.items()} for _ in runs]
-        else:
-            samples = [{k: v.to(device) for k, v in problem.sample(
-                int(shared["n"]), make_generator(run.seed, "data")).items()} for run in runs]
-        return BilevelProgram(problem, samples, runs, resolved, plans, device)
+        return BilevelProgram(problem, run_samples(problem, data, runs, shared, device), runs,
+                              resolved, plans, device)
+
+
+def run_samples(problem: BilevelProblem, data: FixedSample | None, runs: Sequence[RunSpec],
+                shared: dict[str, Any], device: torch.device) -> list[dict[str, torch.Tensor]]:
+    """Each run's sample: the fixed one, or its own draw of ``n`` examples from its seed."""
+    if isinstance(data, FixedSample):
+        return [{k: v.to(device) for k, v in data.examples.items()} for _ in runs]
+    return [{k: v.to(device) for k, v in problem.sample(
+        int(shared["n"]), make_generator(run.seed, "data")).items()} for run in runs]
 
 
 class DpBilevelLocGd(DpBilevel):
@@ -213,6 +228,25 @@ class DpBilevelGd(DpBilevelLocGd):
     name: ClassVar[str] = "dp_bilevel_gd"
     label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-GD inner solver, M = 1 (A1-GD)"
     fixed: ClassVar[dict[str, Any]] = {**DpBilevelLocGd.fixed, "inner_rounds": 1}
+
+
+#: Section 7's defaults (spec §4): P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
+#: lambda_min (A5: 1,298 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
+#: on pilot samples of n = 1000, larger near omega_min; 1 / (2 L) = 0.16 converges too slowly
+#: in the flat region, eta = 10 oscillates) and T = 50.
+TUNING = {"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10, "lam": 1500.0, "eta": 3.0,
+          "outer_steps": 50}
+
+
+class DpBilevelPublicOuter(DpBilevel):
+    """Alg. 1 (A1-OP) on a problem whose outer vector reads no data (Section 7): the outer step
+    is post-processing of the two inner releases, so it takes no noise and the budget is split
+    over the 2 T inner calls (spec §4.3, A14)."""
+
+    name: ClassVar[str] = "dp_bilevel_pp"
+    label: ClassVar[str] = "DP bilevel, Alg. 1 (A1-OP), outer step as post-processing (σ = 0)"
+    parameters: ClassVar[dict[str, Any]] = {**DpBilevel.parameters, **TUNING}
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "outer": "public"}
 
 
 def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, epsilon: float,
@@ -238,7 +272,7 @@ def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
     if inner == "exact":
         return Release(name, "gaussian", 0.0, math.inf)
     if inner == "op":
-        return Release(name, "gaussian", _multiplier(rho), sub.output_sensitivity(n))
+        return Release(name, "gaussian", multiplier(rho), sub.output_sensitivity(n))
     assert schedule is not None
     return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
 
@@ -250,12 +284,12 @@ def outer_release(problem: BilevelProblem, outer: str, rho: float) -> Release:
     bound = 2.0 * problem.constants.outer_bound
     if outer == "upper_only":
         upper = 2.0 * problem.upper_data_bound
-        return (Release("outer", "gaussian", _multiplier(rho), upper) if upper > 0
+        return (Release("outer", "gaussian", multiplier(rho), upper) if upper > 0
                 else Release("outer", "gaussian", 0.0, math.inf))
-    return Release("outer", "gaussian", _multiplier(rho) if outer == "full" else 0.0, bound)
+    return Release("outer", "gaussian", multiplier(rho) if outer == "full" else 0.0, bound)
 
 
-def _multiplier(rho: float) -> float:
+def multiplier(rho: float) -> float:
     """A Gaussian release costing zCDP ``rho``: noise / sensitivity = 1 / sqrt(2 rho)."""
     return 1.0 / math.sqrt(2.0 * rho) if rho > 0 else 0.0
 
@@ -275,6 +309,7 @@ class BilevelProgram:
         self.n = len(next(iter(samples[0].values())))
         first = resolved[0]
         self.inner, self.gradient = first["inner"], first["gradient"]
+        self.public_outer, self.sign = first["outer"] == "public", float(first["step_sign"])
         steps = {int(p["outer_steps"]) for p in resolved}
         if len(steps) != 1:
             raise ValueError("the runs of one program must share the outer step count T; got "
@@ -289,7 +324,7 @@ class BilevelProgram:
              for p in resolved], device)
         self.y_radius = 2.0 * constants.l0f / (self.lam * constants.mu_g)
         self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
-                         for name in RELEASES}
+                         for name in RELEASES if not (self.public_outer and name == "outer")}
         self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
                       for name in RELEASES}
         subs = [subproblems(constants, float(p["lam"])) for p in resolved]
@@ -352,7 +387,19 @@ class BilevelProgram:
                           self.radii[name], self.inner_steps[name], release, noise)
         exact = (self.model.inner_solution(x, self.stats) if name == "y"
                  else self.model.penalty_solution(x, self.lam, self.stats))
-        return release.perturb(exact, noise)
+        return self.shrunk(release, name, x).perturb(exact, noise)
+
+    def shrunk(self, release: BatchedRelease, name: str, x: torch.Tensor) -> BatchedRelease:
+        """An output-perturbation release scaled to the modulus of g(x, .) at the runs' x (a
+        public function of released values; the plan's noise multiplier is kept)."""
+        modulus = self.model.lower_modulus(x)
+        if bool((modulus <= self.model.constants.mu_g).all()):
+            return release
+        mu = self.mu[name]
+        lam_mu_g = self.lam * self.model.constants.mu_g
+        factor = (self.model.constants.mu_g / modulus if name == "y"
+                  else mu / (self.lam * modulus - (lam_mu_g - mu)))
+        return release.shrunk(factor)
 
     def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
                    ) -> torch.Tensor:
@@ -371,9 +418,13 @@ class BilevelProgram:
         y = problem.y.project(self._solve("y", x))
         unprojected = problem.y.project(self._solve("y_lambda", x))
         y_lambda = project_ball(unprojected, y, self.y_radius)
-        total = self._outer_sum(x, y, y_lambda)
-        direction = self.releases["outer"].perturb(total, self.noise["outer"]) / self.n
-        x_next = problem.x.project(x - self.eta.unsqueeze(-1) * direction)
+        if self.public_outer:  # post-processing of the inner releases (spec §4.3, A14)
+            total = self.n * problem.public_outer(x, y, y_lambda, self.lam)
+            direction = total / self.n
+        else:
+            total = self._outer_sum(x, y, y_lambda)
+            direction = self.releases["outer"].perturb(total, self.noise["outer"]) / self.n
+        x_next = problem.x.project(x + self.sign * self.eta.unsqueeze(-1) * direction)
         move = torch.linalg.vector_norm(x_next - x, dim=-1)
         better = move < self.best
         self.x_out = torch.where(better.unsqueeze(-1), x, self.x_out)
@@ -411,6 +462,17 @@ NpAid = nonprivate_twin(
     doc="Projected descent on the exact hypergradient of Eq. (1): the best reachable "
         "stationarity.",
     fixed={"inner": "exact", "gradient": "hypergradient"})
+
+
+class Sec7PaperSign(NpPen):
+    """Section 7's closed form as printed (A10): N(R(y~l) - R(y~), .) added to omega, i.e. the
+    penalty method's step with the mean negated (gradient ascent), with exact inner solutions;
+    beside NP-Pen it shows the sign error."""
+
+    name: ClassVar[str] = "sec7_paper_sign"
+    label: ClassVar[str] = "Section 7 as printed: exact inner, the step's sign flipped (A10)"
+    parameters: ClassVar[dict[str, Any]] = {**NpPen.parameters, **TUNING}
+    fixed: ClassVar[dict[str, Any]] = {**NpPen.fixed, "outer": "public", "step_sign": 1}
 
 
 class BilevelD1(DpBilevel):

@@ -13,6 +13,7 @@ from dpminimax.problems.leak_example import LeakExample
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
 from dpminimax.problems.linear_response import LinearResponseBilevel
 from dpminimax.problems.logistic import LogisticRegression, RidgeLogisticRegression
+from dpminimax.problems.ridge_tuning import RidgeTuning
 from dpminimax.problems.smoothness import LogCoshRegression
 from dpminimax.problems.softplus_game import SoftplusGame
 
@@ -28,9 +29,11 @@ PROBLEMS: dict[str, type[Problem]] = {
     "g4_csc_game": CscGame,
 }
 
-#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A and P-D (Example 3.1).
+#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A, P-C (Section 7's ridge tuning) and P-D
+#: (Example 3.1).
 BILEVEL_PROBLEMS: dict[str, type[BilevelProblem]] = {
     "pa_linear_response": LinearResponseBilevel,
+    "pc_ridge_tuning": RidgeTuning,
     "pd_leak_example": LeakExample,
 }
 
@@ -59,4 +62,4 @@ __all__ = ["BILEVEL_PROBLEMS", "PROBLEMS", "BilevelConstants", "BilevelProblem",
            "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame", "FixedSample",
            "LeakExample", "LeastSquares", "LinearResponseBilevel", "LogCoshRegression",
            "LogisticRegression", "Problem", "QuadraticGame", "RidgeLogisticRegression",
-           "SoftplusGame", "get_bilevel_problem", "get_problem"]
+           "RidgeTuning", "SoftplusGame", "get_bilevel_problem", "get_problem"]

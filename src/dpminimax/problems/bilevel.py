@@ -26,7 +26,9 @@ Stats = dict[str, torch.Tensor]
 class BilevelConstants:
     """Assumptions 2.5 / 2.6 over X x Y: per-example Lipschitz constants ``l0f``, ``l0g`` (of
     the joint gradient), smoothness ``l1f``, ``l1g``, the Hessian-Lipschitz constant ``l2g``
-    of g and the strong convexity ``mu_g`` of g(x, .)."""
+    of g and the strong convexity ``mu_g`` of g(x, .). ``l0f_y``, ``l0g_y`` bound the part of
+    one example's grad_y f, grad_y g that depends on the example (what a replacement changes;
+    default l0f, l0g): the inner solvers' sensitivities use them."""
 
     l0f: float
     l1f: float
@@ -34,6 +36,18 @@ class BilevelConstants:
     l1g: float
     l2g: float
     mu_g: float
+    l0f_y: float | None = None
+    l0g_y: float | None = None
+
+    @property
+    def inner_f(self) -> float:
+        """The example-dependent bound of grad_y f (``l0f_y``, else l0f)."""
+        return self.l0f if self.l0f_y is None else self.l0f_y
+
+    @property
+    def inner_g(self) -> float:
+        """The example-dependent bound of grad_y g (``l0g_y``, else l0g)."""
+        return self.l0g if self.l0g_y is None else self.l0g_y
 
     @property
     def ell(self) -> float:
@@ -77,6 +91,8 @@ class BilevelProblem(ABC):
     #: A per-example bound on the data-dependent part of grad_x f, what a naive outer step
     #: calibrates its noise to (spec §3.2 M2); 0 where grad_x f reads no data (P-A, P-D).
     upper_data_bound: float = 0.0
+    #: Whether Alg. 1 line 4's outer vector reads no data (:meth:`public_outer`; Section 7).
+    outer_is_public: bool = False
 
     def __init__(self, x: Block, y: Block, dtype: torch.dtype = torch.float64) -> None:
         self.x, self.y, self.dtype = x, y, dtype
@@ -136,6 +152,22 @@ class BilevelProblem(ABC):
         y_lambda = self.penalty_solution(x, lam, stats) if y_lambda is None else y_lambda
         return (self.mean_grad("f", "x", x, y_lambda, stats) + lam.unsqueeze(-1) * (
             self.mean_grad("g", "x", x, y_lambda, stats) - self.mean_grad("g", "x", x, y, stats)))
+
+    def lower_modulus(self, x: torch.Tensor) -> torch.Tensor:
+        """The strong convexity of g_S(x, .) at each run's x (R,), at least ``mu_g``: a public
+        function of x, which the output-perturbation inner calls may scale their noise to
+        (default: ``mu_g`` everywhere)."""
+        return torch.full((len(x),), self.constants.mu_g, dtype=x.dtype, device=x.device)
+
+    def public_outer(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor,
+                     lam: torch.Tensor) -> torch.Tensor:
+        """Alg. 1 line 4's mean outer vector where it reads no data (``outer_is_public``; no
+        example argument: a function of the released inner solutions alone, spec §4.3, A14)."""
+        raise NotImplementedError(f"{type(self).__name__}: its outer vector reads the data")
+
+    def tuning_metrics(self, x: torch.Tensor, stats: Stats) -> dict[str, torch.Tensor]:
+        """A tuning problem's extra (R,) metrics at the output x (Section 7); none here."""
+        return {}
 
     def gradient_mapping(self, x: torch.Tensor, gradient: torch.Tensor,
                          eta: torch.Tensor) -> torch.Tensor:

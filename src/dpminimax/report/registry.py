@@ -28,6 +28,7 @@ from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
 from dpminimax.report.tradeoff import plot_tradeoff
+from dpminimax.report.tuning import plot_tuning, tuning_table
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ def _attack(metric: str) -> Drawer:
         return plot_attack_vs_epsilon(series_table(table), metric=metric, delta=delta,
                                       out_paths=list(req.out_paths))
     return draw
+
+
+def _tuning(metric: str, ylabel: str) -> Drawer:
+    return lambda table, req: plot_tuning(table, metric, ylabel=ylabel,
+                                          out_paths=list(req.out_paths))
 
 
 def _rate(metric: str, ylabel: str, against: str = "p_n",
@@ -154,6 +160,12 @@ FIGURES: dict[str, Drawer] = {
                                     reference=BILEVEL_DX_RATE),
     "gradient_mapping_vs_dy": _rate("gradient_mapping_norm", STATIONARITY, against="d_y",
                                     reference=BILEVEL_DY_RATE),
+    # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
+    "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
+                                           "Excess test loss of the fit at ω_out"),
+    "tuning_released_test_loss_vs_epsilon": _tuning("excess_test_loss_released",
+                                                    "Excess test loss of the released fit"),
+    "tuning_omega_vs_epsilon": _tuning("omega_out", "Tuned ω_out"),
     # DP-DRO (spec 004 §7): Figs. 1-3, curves over training at ε = 1, SCDRO dashed
     "dro_gradient_norm_curves": lambda table, req: draw_curves(            # DP-DRO Fig. 1
         table, "dro_gradient_norm_curves", list(req.out_paths)),
@@ -187,6 +199,7 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "gradient_mapping_norm", predicted=BILEVEL_DX_RATE, against="d_x"),
     "slopes_gradient_mapping_vs_dy": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=BILEVEL_DY_RATE, against="d_y"),
+    "tuning_summary": tuning_table,          # DP bilevel Section 7 (E6)
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }

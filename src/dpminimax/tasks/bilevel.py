@@ -7,7 +7,9 @@
   (Lemma 4.3 (ii));
 * the program's counters: the largest inner errors ||y~_t - y*(x_t)||,
   ||y~l_t - y^lambda(x_t)|| and bias ||g_t - grad L*_lambda(x_t)|| over the steps, and how
-  often the projection of §2.7b was active.
+  often the projection of §2.7b was active;
+* on a tuning problem (Section 7), the problem's tuning metrics: the tuned omega, the test
+  loss of the exact fit at it, and the sample's best omega and its test loss.
 
 Not attacked by membership inference (each run draws its own sample); the bilevel leak attack
 (:mod:`dpminimax.attacks.bilevel_leak`) is its privacy check.
@@ -53,8 +55,10 @@ class BilevelOptimization(Task):
         norms = {key: torch.linalg.vector_norm(value, dim=-1) for key, value in metrics.items()}
         objective = problem.hyperobjective(x, stats)
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
+        tuning = problem.tuning_metrics(x, stats)
         for r, row in enumerate(rows):
             row |= {key: float(value[r]) for key, value in norms.items()}
+            row |= {key: float(value[r]) for key, value in tuning.items()}
             row["hyperobjective"] = float(objective[r])
         return rows
 
