@@ -265,3 +265,31 @@ def test_tuning_metrics_and_a_run_alone_equals_it_in_a_batch():
         for row in rows:
             assert problem.omega_min - 1e-12 <= row["omega_out"] <= problem.omega_max + 1e-12
             assert row["test_loss"] >= row["test_loss_best"] - 1e-3
+
+
+def test_example_dependent_lipschitz_constants_bound_the_extreme_examples():
+    """``l0g_y`` and ``l0f_y`` (the inner sensitivities' L) bound the example-dependent part of
+    grad_y g and grad_y f over Y, and the extreme example (a along y, b = -1 at ||y|| = R_Y)
+    attains them: 2 (R_Y + 1)."""
+    problem = _problem()
+    c = problem.constants
+    y = problem.y.radius * torch.eye(10, dtype=torch.float64)[:1]
+    x = _points(0.5)
+    examples = {"a": torch.eye(10, dtype=torch.float64)[[0, 0]].unsqueeze(0),
+                "b": torch.tensor([[-1.0, -1.0]], dtype=torch.float64),
+                "val": torch.tensor([[0.0, 1.0]], dtype=torch.float64)}
+    lower = problem.per_example_grad("g", "y", x, y, examples) - 0.5 * y.unsqueeze(1)
+    upper = problem.per_example_grad("f", "y", x, y, examples)
+    assert float(torch.linalg.vector_norm(lower[0, 0])) == pytest.approx(c.l0g_y, rel=1e-12)
+    assert float(torch.linalg.vector_norm(upper[0, 1])) == pytest.approx(c.l0f_y, rel=1e-12)
+    generator = make_generator(5, "points")
+    many = problem.sample(400, generator)
+    batch = {k: v.unsqueeze(0).expand(64, *v.shape) for k, v in many.items()}
+    ys = problem.y.radius * torch.nn.functional.normalize(
+        torch.randn(64, 10, generator=generator, dtype=torch.float64), dim=-1)
+    xs = _points(*[0.02 + 0.98 * k / 63 for k in range(64)])
+    data_part = (problem.per_example_grad("g", "y", xs, ys, batch)
+                 - problem.omega(xs).view(-1, 1, 1) * ys.unsqueeze(1))
+    assert float(torch.linalg.vector_norm(data_part, dim=-1).max()) <= c.l0g_y
+    assert float(torch.linalg.vector_norm(problem.per_example_grad(
+        "f", "y", xs, ys, batch), dim=-1).max()) <= c.l0f_y
