@@ -193,15 +193,15 @@ class RidgeTuning(BilevelProblem):
 
     def tuning_metrics(self, x: torch.Tensor, stats: Stats) -> dict[str, torch.Tensor]:
         """The tuned omega, the test loss of the exact ridge fit at it (the deployed model of
-        spec §6.2 metric 4, as a diagnostic) and of the fit at the sample's best omega in the
-        interval (a log grid of :data:`OPTIMUM_GRID` points; ``test_loss_best``)."""
+        spec §6.2 metric 4, as a diagnostic), of the fit at the sample's best omega in the
+        interval (a log grid of :data:`OPTIMUM_GRID` points; ``test_loss_best``) and the
+        difference (``excess_test_loss``)."""
         grid = torch.logspace(math.log10(self.omega_min), math.log10(self.omega_max),
                               OPTIMUM_GRID, dtype=self.dtype, device=x.device)
         points = (grid - self.omega_center).view(1, -1, 1).expand(len(x), -1, 1)
         flat = {key: value.repeat_interleave(OPTIMUM_GRID, 0) for key, value in stats.items()}
         objective = self.hyperobjective(points.reshape(-1, 1), flat).view(len(x), -1)
         best = points[torch.arange(len(x)), objective.argmin(-1)]
-        return {"omega_out": self.omega(x),
-                "test_loss": self.test_loss(self.inner_solution(x, stats)),
-                "omega_best": self.omega(best),
-                "test_loss_best": self.test_loss(self.inner_solution(best, stats))}
+        tuned, ideal = (self.test_loss(self.inner_solution(point, stats)) for point in (x, best))
+        return {"omega_out": self.omega(x), "test_loss": tuned, "omega_best": self.omega(best),
+                "test_loss_best": ideal, "excess_test_loss": tuned - ideal}

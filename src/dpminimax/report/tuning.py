@@ -19,21 +19,21 @@ from matplotlib.figure import Figure
 from dpminimax.report.aggregate import require_columns, series_table, summarize
 from dpminimax.report.figures import plot_metric_vs_epsilon
 
-TUNING_COLUMNS = ("p_n", "omega_out", "test_loss", "test_loss_best")
+TUNING_COLUMNS = ("p_n", "omega_out", "excess_test_loss", "test_loss_best")
 #: The metrics of :func:`tuning_table`, as summarized.
 TABLE_METRICS = ("omega_out", "excess_test_loss", "excess_test_loss_released",
                  "gradient_mapping_norm", "bias_max")
 
 
 def with_excess(table: pd.DataFrame) -> pd.DataFrame:
-    """The runs with their excess test losses (module docstring)."""
+    """The runs with the released fit's excess test loss where they have one (module
+    docstring)."""
     require_columns(table, TUNING_COLUMNS, "the tuning study",
                     "runs on a tuning problem, e.g. pc_ridge_tuning")
-    excess = {"excess_test_loss": table["test_loss"] - table["test_loss_best"]}
-    if "test_loss_released" in table.columns:
-        excess["excess_test_loss_released"] = (table["test_loss_released"]
-                                               - table["test_loss_best"])
-    return table.assign(**excess)
+    if "test_loss_released" not in table.columns:
+        return table
+    return table.assign(excess_test_loss_released=table["test_loss_released"]
+                        - table["test_loss_best"])
 
 
 def plot_tuning(table: pd.DataFrame, metric: str, *, ylabel: str,
