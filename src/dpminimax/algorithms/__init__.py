@@ -11,6 +11,7 @@ from dpminimax.algorithms.double_spider import (
     PrivateDiffDro,
 )
 from dpminimax.algorithms.dp_bilevel import (
+    DpAid,
     DpBilevel,
     DpBilevelGd,
     DpBilevelLocGd,
@@ -59,7 +60,7 @@ METHODS: dict[str, type[Method]] = {
                               DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
                               PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
                               DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
-                              NonPrivateGrid)
+                              NonPrivateGrid, DpAid)
 }
 
 

@@ -51,7 +51,14 @@ from dpminimax.algorithms.bilevel_inner import (
 )
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
 from dpminimax.kernels.clip import clipped_sum
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, releases_of
+from dpminimax.privacy.release import (
+    Batch,
+    BatchedRelease,
+    Release,
+    Repeat,
+    release_counts,
+    releases_of,
+)
 from dpminimax.problems import BILEVEL_PROBLEMS, BilevelProblem, FixedSample, get_bilevel_problem
 from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
@@ -120,7 +127,8 @@ class DpBilevel(Method):
     #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
     #: upper_only: calibrated to f's data dependence only; public: none, on a problem whose
     #: outer vector reads no data, the budget split over the inner calls, spec §4.3 / A14),
-    #: outer vector (penalty: Eq. (3) at the inner solutions; hypergradient: Eq. (1), exact),
+    #: outer vector (penalty: Eq. (3) at the inner solutions; aid: Eq. (1) at the released y~,
+    #: no y~l, spec §6.2's DP-AID, exact for NP-AID),
     #: DP-Loc-GD's rounds M (0: A8's M) and the step's sign (-1: descent, line 5; +1: the
     #: ascent of Section 7's closed form as printed, A10).
     fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty",
@@ -148,15 +156,12 @@ class DpBilevel(Method):
         if lam < constants.lambda_min:
             raise ValueError(f"method {self.name!r}: lam = {lam:g} is below the smallest "
                              f"penalty the lemmas allow (A5): {constants.lambda_min:g}")
-        if params["gradient"] == "hypergradient" and self.private:
-            raise ValueError("the exact hypergradient (Eq. (1)) has no per-example bound: it "
-                             "is the non-private reference only")
-        public = params["outer"] == "public"
+        public, aid = params["outer"] == "public", params["gradient"] == "aid"
         if public and not problem.outer_is_public:
             raise ValueError(f"method {self.name!r}: problem {params['problem']!r} has an outer "
                              "vector that reads the data; only a problem whose outer vector is "
                              "post-processing (Section 7, spec §4.3) may skip the outer noise")
-        mechanisms = (2 if public else 3) * steps
+        mechanisms = (2 if public or aid else 3) * steps
         rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / mechanisms,
                              0.0)
         schedules = inner_schedules(problem, params, n, run.epsilon, rho)
@@ -164,8 +169,10 @@ class DpBilevel(Method):
                                       schedules.get(name)),),
                        schedules[name].rounds * schedules[name].steps if name in schedules
                        else 1)
-                 for name, sub in subproblems(constants, lam).items()]
-        outer = () if public else (Batch((outer_release(problem, params["outer"], rho),)),)
+                 for name, sub in subproblems(constants, lam).items()
+                 if not (aid and name == "y_lambda")]
+        outer = () if public else (
+            Batch((outer_release(problem, params["outer"], rho, aid),)),)
         tree = Repeat((*inner, *outer), steps)
         values = {**planned, "rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
                   "lambda_min": constants.lambda_min}
@@ -174,7 +181,9 @@ class DpBilevel(Method):
                        f"loc_gd_steps_{name}": schedule.steps,
                        f"loc_gd_error_bound_{name}": schedule.error_bound}
         plan = RunPlan.account(tree, values, run.delta, params["accountant"])
-        return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan, steps))
+        paper_steps = None if aid else steps  # DP-AID is not the paper's algorithm
+        return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan,
+                                                                       paper_steps))
 
     def guarantee(self, run: RunSpec, tree: Repeat, plan: RunPlan,
                   steps: int | None) -> dict[str, Any]:
@@ -230,6 +239,18 @@ class DpBilevelGd(DpBilevelLocGd):
     fixed: ClassVar[dict[str, Any]] = {**DpBilevelLocGd.fixed, "inner_rounds": 1}
 
 
+class DpAid(DpBilevel):
+    """DP-AID (spec §6.2, derived): per outer step one private inner solution y~ (output
+    perturbation) and Eq. (1)'s hypergradient at it, released with Gaussian noise of
+    replace-one sensitivity 2 C_AID / n (:attr:`BilevelConstants.aid_bound`); the budget is
+    split over the 2 T releases. Its bias has no lambda factor: the price of Alg. 1 being
+    first-order."""
+
+    name: ClassVar[str] = "dp_aid"
+    label: ClassVar[str] = "DP-AID: private inner + Hessian-based hypergradient (Eq. (1))"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "gradient": "aid"}
+
+
 #: Section 7's defaults (spec §4): P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
 #: lambda_min (A5: 1,298 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
 #: on pilot samples of n = 1000, larger near omega_min; 1 / (2 L) = 0.16 converges too slowly
@@ -277,11 +298,14 @@ def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
     return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
 
 
-def outer_release(problem: BilevelProblem, outer: str, rho: float) -> Release:
-    """The outer sum's release: sensitivity 2 C_out at cost ``rho`` (``full``), no noise
-    (``none``, D2), or noise for the data dependence of grad_x f alone (``upper_only``, the
-    naive outer step of §3.2 M2: none on P-A and P-D, whose grad_x f reads no data)."""
-    bound = 2.0 * problem.constants.outer_bound
+def outer_release(problem: BilevelProblem, outer: str, rho: float, aid: bool = False
+                  ) -> Release:
+    """The outer sum's release: sensitivity 2 C_out (2 C_AID for DP-AID's n Eq. (1)) at cost
+    ``rho`` (``full``), no noise (``none``, D2), or noise for the data dependence of grad_x f
+    alone (``upper_only``, the naive outer step of §3.2 M2: none on P-A and P-D, whose
+    grad_x f reads no data)."""
+    constants = problem.constants
+    bound = 2.0 * (constants.aid_bound if aid else constants.outer_bound)
     if outer == "upper_only":
         upper = 2.0 * problem.upper_data_bound
         return (Release("outer", "gaussian", multiplier(rho), upper) if upper > 0
@@ -323,10 +347,11 @@ class BilevelProgram:
             [math.inf if p["outer"] == "upper_only" else constants.outer_bound
              for p in resolved], device)
         self.y_radius = 2.0 * constants.l0f / (self.lam * constants.mu_g)
+        planned = [name for name in RELEASES if name in release_counts(plans[0].releases)]
         self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
-                         for name in RELEASES if not (self.public_outer and name == "outer")}
+                         for name in planned}
         self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
-                      for name in RELEASES}
+                      for name in planned}
         subs = [subproblems(constants, float(p["lam"])) for p in resolved]
         self.mu = {name: self._tensor([s[name].mu for s in subs], device) for name in SUBPROBLEMS}
         self.clip = {name: self._tensor([s[name].lipschitz for s in subs], device)
@@ -350,9 +375,11 @@ class BilevelProgram:
         self.x = torch.zeros(runs_count, problem.x.dim, dtype=problem.dtype, device=device)
         self.x_out = self.x.clone()
         self.best = torch.full((runs_count,), math.inf, dtype=problem.dtype, device=device)
+        keys = (("inner_error_max", "bias_max") if self.gradient == "aid" else
+                ("inner_error_max", "inner_error_lambda_max", "bias_max",
+                 "projection_active_rate"))
         self.diagnostics = {key: torch.zeros(runs_count, dtype=problem.dtype, device=device)
-                            for key in ("inner_error_max", "inner_error_lambda_max",
-                                        "bias_max", "projection_active_rate")}
+                            for key in keys}
 
     def _tensor(self, values: list[float], device: torch.device) -> torch.Tensor:
         return torch.tensor(values, dtype=self.model.dtype, device=device)
@@ -404,9 +431,7 @@ class BilevelProgram:
     def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
                    ) -> torch.Tensor:
         """Alg. 1 line 4 before noise, summed over the examples: Eq. (3)'s per-example vectors
-        clipped at C_out, or n times the exact hypergradient (Eq. (1), NP-AID)."""
-        if self.gradient == "hypergradient":
-            return self.n * self.model.hypergradient(x, self.stats)
+        clipped at C_out."""
         problem, examples = self.model, self.examples
         vectors = problem.per_example_grad("f", "x", x, y_lambda, examples) + self.lam.view(
             -1, 1, 1) * (problem.per_example_grad("g", "x", x, y_lambda, examples)
@@ -416,36 +441,42 @@ class BilevelProgram:
     def step(self) -> None:
         problem, x = self.model, self.x
         y = problem.y.project(self._solve("y", x))
-        unprojected = problem.y.project(self._solve("y_lambda", x))
-        y_lambda = project_ball(unprojected, y, self.y_radius)
-        if self.public_outer:  # post-processing of the inner releases (spec §4.3, A14)
-            total = self.n * problem.public_outer(x, y, y_lambda, self.lam)
-            direction = total / self.n
+        y_lambda = projected = None
+        if self.gradient == "aid":  # Eq. (1) at the released y~ (DP-AID; NP-AID at y*)
+            total = self.n * problem.hypergradient_at(x, y, self.stats)
         else:
-            total = self._outer_sum(x, y, y_lambda)
-            direction = self.releases["outer"].perturb(total, self.noise["outer"]) / self.n
+            unprojected = problem.y.project(self._solve("y_lambda", x))
+            y_lambda = project_ball(unprojected, y, self.y_radius)
+            projected = (unprojected - y_lambda).abs().amax(-1) > 0
+            total = (self.n * problem.public_outer(x, y, y_lambda, self.lam) if self.public_outer
+                     else self._outer_sum(x, y, y_lambda))
+        # Section 7's outer vector is post-processing of the inner releases (§4.3, A14)
+        direction = (total if self.public_outer else
+                     self.releases["outer"].perturb(total, self.noise["outer"])) / self.n
         x_next = problem.x.project(x + self.sign * self.eta.unsqueeze(-1) * direction)
         move = torch.linalg.vector_norm(x_next - x, dim=-1)
         better = move < self.best
         self.x_out = torch.where(better.unsqueeze(-1), x, self.x_out)
         self.best = torch.where(better, move, self.best)
-        self._diagnose(x, y, y_lambda, total / self.n,
-                       (unprojected - y_lambda).abs().amax(-1) > 0)
+        self._diagnose(x, y, y_lambda, total / self.n, projected)
         self.x = x_next
 
-    def _diagnose(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor,
-                  mean: torch.Tensor, projected: torch.Tensor) -> None:
+    def _diagnose(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor | None,
+                  mean: torch.Tensor, projected: torch.Tensor | None) -> None:
+        """The inner errors and the bias against what the outer vector estimates: the penalty
+        gradient of Eq. (3) (Alg. 1), or the hypergradient (AID, no y~l)."""
         problem, stats, d = self.model, self.stats, self.diagnostics
-        exact_y = problem.inner_solution(x, stats)
-        exact_lambda = problem.penalty_solution(x, self.lam, stats)
-        for key, value in (
-                ("inner_error_max", torch.linalg.vector_norm(y - exact_y, dim=-1)),
-                ("inner_error_lambda_max", torch.linalg.vector_norm(y_lambda - exact_lambda,
-                                                                    dim=-1)),
-                ("bias_max", torch.linalg.vector_norm(
-                    mean - problem.penalty_gradient(x, self.lam, stats), dim=-1))):
-            d[key] = torch.maximum(d[key], value)
-        d["projection_active_rate"] += projected.to(d["projection_active_rate"]) / self.steps
+        values = {"inner_error_max": y - problem.inner_solution(x, stats)}
+        if y_lambda is None:
+            values["bias_max"] = mean - problem.hypergradient(x, stats)
+        else:
+            values |= {"inner_error_lambda_max": y_lambda - problem.penalty_solution(
+                x, self.lam, stats), "bias_max": mean - problem.penalty_gradient(
+                x, self.lam, stats)}
+            d["projection_active_rate"] += projected.to(d["projection_active_rate"]
+                                                        ) / self.steps
+        for key, value in values.items():
+            d[key] = torch.maximum(d[key], torch.linalg.vector_norm(value, dim=-1))
 
 
 @functools.lru_cache(maxsize=64)
@@ -461,7 +492,7 @@ NpAid = nonprivate_twin(
     DpBilevel, "NpAid", name="np_aid", label="Non-private exact hypergradient descent (NP-AID)",
     doc="Projected descent on the exact hypergradient of Eq. (1): the best reachable "
         "stationarity.",
-    fixed={"inner": "exact", "gradient": "hypergradient"})
+    fixed={"inner": "exact", "gradient": "aid"})
 
 
 class Sec7PaperSign(NpPen):

@@ -66,6 +66,15 @@ class BilevelConstants:
                    self.l1f / self.l1g)
 
     @property
+    def aid_bound(self) -> float:
+        """C_AID = L0f + 2 L1g L0f / mu_g + (L1g / mu_g)^2 L0f: n / 2 times the replace-one
+        change of Eq. (1)'s expression at a fixed y in Y (each factor of grad_x f -
+        grad^2_xy g [grad^2_yy g]^-1 grad_y f moved by one example in turn; spec §6.2's
+        DP-AID sensitivity)."""
+        ratio = self.l1g / self.mu_g
+        return self.l0f * (1.0 + 2.0 * ratio + ratio * ratio)
+
+    @property
     def outer_bound(self) -> float:
         """C_out = L0f + 2 L1g L0f / mu_g (§2.7b): the norm bound of one example's outer vector
         grad_x f_i(y~l) + lambda (grad_x g_i(y~l) - grad_x g_i(y~)) once y~l is projected onto
@@ -135,8 +144,13 @@ class BilevelProblem(ABC):
         """y^lambda(x) = argmin_y f_S(x, y) + lambda g_S(x, y) (§1.6), ``lam`` (R,)."""
 
     @abstractmethod
+    def hypergradient_at(self, x: torch.Tensor, y: torch.Tensor, stats: Stats) -> torch.Tensor:
+        """Eq. (1)'s expression at a given y (R, d_x): grad_x f_S - grad^2_xy g_S
+        [grad^2_yy g_S]^-1 grad_y f_S, all at (x, y) (DP-AID's outer vector at a private y)."""
+
     def hypergradient(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
-        """grad F_S(x) of Eq. (1) (R, d_x)."""
+        """grad F_S(x) of Eq. (1) (R, d_x): :meth:`hypergradient_at` y*(x)."""
+        return self.hypergradient_at(x, self.inner_solution(x, stats), stats)
 
     @abstractmethod
     def hyperobjective(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:

@@ -66,8 +66,8 @@ class LeakExample(BilevelProblem):
         lam = lam.unsqueeze(-1)
         return (lam * stats["xi"] - x) / (1.0 + lam)
 
-    def hypergradient(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
-        return x + stats["xi"]
+    def hypergradient_at(self, x: torch.Tensor, y: torch.Tensor, stats: Stats) -> torch.Tensor:
+        return x + y  # grad^2_xy g = 0
 
     def hyperobjective(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
         gap = x + stats["xi"]

@@ -104,9 +104,9 @@ class LinearResponseBilevel(BilevelProblem):
         lam = lam.unsqueeze(-1)
         return (stats["v"] + lam * self.inner_solution(x, stats)) / (1.0 + lam)
 
-    def hypergradient(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
-        return self.rho * self._psi_grad(x) + self._response_adjoint(
-            self.inner_solution(x, stats) - stats["v"], stats)
+    def hypergradient_at(self, x: torch.Tensor, y: torch.Tensor, stats: Stats) -> torch.Tensor:
+        """grad^2_yy g_S = I, grad^2_xy g_S = -A_bar^T."""
+        return self.rho * self._psi_grad(x) + self._response_adjoint(y - stats["v"], stats)
 
     def hyperobjective(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
         y = self.inner_solution(x, stats)

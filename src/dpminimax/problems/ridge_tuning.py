@@ -147,8 +147,8 @@ class RidgeTuning(BilevelProblem):
         matrix = stats["C_val"] + lam3 * self._lower_matrix(self.omega(x), stats)
         return torch.linalg.solve(matrix, stats["c_val"] + lam.unsqueeze(-1) * stats["c_tr"])
 
-    def hypergradient(self, x: torch.Tensor, stats: Stats) -> torch.Tensor:
-        y = self.inner_solution(x, stats)
+    def hypergradient_at(self, x: torch.Tensor, y: torch.Tensor, stats: Stats) -> torch.Tensor:
+        """grad_x f = 0, grad^2_yy g_S = C_tr + omega I, grad^2_xy g_S = y^T."""
         upper = self.mean_grad("f", "y", x, y, stats)
         direction = torch.linalg.solve(self._lower_matrix(self.omega(x), stats), y)
         return -(upper * direction).sum(-1, keepdim=True)

@@ -18,6 +18,7 @@ import pandas as pd
 from dpminimax.report.accuracy_audit import accuracy_audit_table
 from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
+from dpminimax.report.collapse import plot_collapse
 from dpminimax.report.constraint_value import value_column, with_constraint_values
 from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy
 from dpminimax.report.dual_update import plot_dual_update
@@ -160,6 +161,8 @@ FIGURES: dict[str, Drawer] = {
                                     reference=BILEVEL_DX_RATE),
     "gradient_mapping_vs_dy": _rate("gradient_mapping_norm", STATIONARITY, against="d_y",
                                     reference=BILEVEL_DY_RATE),
+    "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
+        table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths)),
     # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
     "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
                                            "Excess test loss of the fit at ω_out"),

@@ -3,7 +3,8 @@
 
 * ``gradient_mapping_norm``, the primary metric: ||G_{F_S,eta}(x_out)|| with the run's eta
   (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1));
-* ``hyperobjective`` F_S(x_out); ``penalty_bias`` ||grad L*_lambda - grad F_S|| at x_out
+* ``hyperobjective`` F_S(x_out); the dimensions ``d_x``, ``d_y`` of the run's problem;
+  ``penalty_bias`` ||grad L*_lambda - grad F_S|| at x_out
   (Lemma 4.3 (ii));
 * the program's counters: the largest inner errors ||y~_t - y*(x_t)||,
   ||y~l_t - y^lambda(x_t)|| and bias ||g_t - grad L*_lambda(x_t)|| over the steps, and how
@@ -60,6 +61,7 @@ class BilevelOptimization(Task):
             row |= {key: float(value[r]) for key, value in norms.items()}
             row |= {key: float(value[r]) for key, value in tuning.items()}
             row["hyperobjective"] = float(objective[r])
+            row |= {"d_x": problem.x.dim, "d_y": problem.y.dim}
         return rows
 
 
