@@ -249,3 +249,78 @@ def test_dp_aid_sensitivity_bounds_the_change_of_eq_1_at_a_fixed_y(name):
     assert largest <= 2 * problem.constants.aid_bound / n
     # on P-D, Eq. (1) at a fixed y reads no data (x + y): its leak is through y* alone
     assert (largest == 0) == (name == "pd_leak_example")
+
+
+def test_minibatch_plan_is_poisson_sampled_and_calibrated_to_the_target():
+    """Alg. 3 (A12): the outer release is made from a Poisson(b_out / n) batch with
+    sensitivity C_out (add-or-remove-one), the inner ones keep Alg. 1's zCDP share, and the
+    outer noise multiplier is the smallest meeting the target (a 5% smaller one exceeds it)."""
+    from dpminimax.privacy.release import Batch, Repeat, plan_event
+
+    method = get_method("dp_bilevel_minibatch")
+    for batch, target in ((4, 1.0), (64, 8.0), (5000, 2.0)):
+        run = RunSpec(0, target, DELTA, {"n": 1000, "outer_steps": 20, "batch_out": batch})
+        plan = method.plan(run, 1000)
+        assert release_counts(plan.releases) == {"inner_y": 20, "inner_y_lambda": 20,
+                                                 "outer": 20}
+        inner, outer = plan.releases.parts[:2], plan.releases.parts[2]
+        rate = min(1.0, batch / 1000)
+        assert outer.sampling_rate == (rate if rate < 1 else None)
+        (release,) = outer.releases
+        c = method.problem(method.resolve(run.params)).constants
+        assert release.sensitivity == pytest.approx(c.outer_bound)
+        assert plan.record["neighboring_relation"] == "add_or_remove_one"
+        assert plan.record["epsilon"] <= target and plan.record["guarantee_covered"]
+        assert plan.values["sampling_rate"] == pytest.approx(rate)
+        smaller = Batch((type(release)("outer", "gaussian", 0.95 * release.noise_multiplier,
+                                       release.sensitivity),), 1, outer.sampling_rate)
+        assert epsilon(plan_event(Repeat((*inner, smaller), 20)), DELTA) > target
+
+
+def test_minibatch_outer_sum_reads_a_poisson_batch(monkeypatch):
+    """The program sums the outer vectors of each run's Poisson(q) batch only (mean size q n),
+    never the full sample the accountant did not amplify."""
+    import dpminimax.algorithms.dp_bilevel as module
+
+    sizes = []
+    original = module.clipped_sum
+
+    def spy(vectors, clip, mask=None):
+        sizes.append(vectors.shape[1] if mask is None else mask.sum(-1).double())
+        return original(vectors, clip, mask)
+
+    monkeypatch.setattr(module, "clipped_sum", spy)
+    method = get_method("dp_bilevel_minibatch")
+    runs = [RunSpec(seed, 8.0, DELTA, {"n": 2000, "outer_steps": 30, "batch_out": 20})
+            for seed in range(4)]
+    method.fit(None, runs, CPU)
+    drawn = torch.stack([s for s in sizes if isinstance(s, torch.Tensor)])
+    assert len(drawn) == 30
+    assert float(drawn.mean()) == pytest.approx(20, rel=0.15)
+    assert float(drawn.std()) > 0  # random sizes, one batch per run and step
+
+
+def test_minibatch_direction_is_unbiased_for_the_full_batch_mean():
+    """On one shared sample, the outer direction of Alg. 3 (sum over the Poisson batch / its
+    expected size q n) averages over runs to Alg. 1's full mean (Eq. (3) at the inner
+    solutions): the normalisation matches the sampling."""
+    from dpminimax.problems import FixedSample
+    from dpminimax.seeding import make_generator
+
+    method = get_method("dp_bilevel_minibatch")
+    params = {"n": 400, "outer_steps": 1, "batch_out": 100, "eta": 1e-3}
+    runs = [RunSpec(seed, 1e4, DELTA, params) for seed in range(300)]
+    problem = method.problem(method.resolve(params))
+    data = FixedSample(problem.sample(400, make_generator(0, "data")))
+    resolved = [method.resolve(run.params) for run in runs]
+    plans = [method.plan(run, 400, data) for run in runs]
+    program = method.program(data, runs, resolved, resolved[0], plans, CPU)
+    program.step()
+    direction = -program.x / 1e-3
+    stats = problem.statistics(stack_examples([data.examples]))
+    x0 = torch.zeros(1, problem.x.dim, dtype=torch.float64)
+    lam = torch.tensor([resolved[0]["lam"]], dtype=torch.float64)
+    full = problem.penalty_gradient(x0, lam, stats)[0]
+    spread = float(direction.std(0).max()) / math.sqrt(len(runs))
+    assert float((direction.mean(0) - full).abs().max()) < 5 * spread + 0.05 * float(
+        full.abs().max())

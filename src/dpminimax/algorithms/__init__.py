@@ -15,6 +15,7 @@ from dpminimax.algorithms.dp_bilevel import (
     DpBilevel,
     DpBilevelGd,
     DpBilevelLocGd,
+    DpBilevelMinibatch,
     DpBilevelPublicOuter,
     NpAid,
     NpPen,
@@ -60,7 +61,7 @@ METHODS: dict[str, type[Method]] = {
                               DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
                               PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
                               DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
-                              NonPrivateGrid, DpAid)
+                              NonPrivateGrid, DpAid, DpBilevelMinibatch)
 }
 
 

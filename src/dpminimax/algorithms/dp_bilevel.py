@@ -51,11 +51,14 @@ from dpminimax.algorithms.bilevel_inner import (
 )
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
 from dpminimax.kernels.clip import clipped_sum
+from dpminimax.kernels.sampling import poisson_batches
+from dpminimax.privacy.calibrate import calibrate_event_parameter
 from dpminimax.privacy.release import (
     Batch,
     BatchedRelease,
     Release,
     Repeat,
+    plan_event,
     release_counts,
     releases_of,
 )
@@ -124,6 +127,8 @@ class DpBilevel(Method):
         "inner_steps": NON_NEGATIVE, "gamma": POSITIVE, "accountant": ACCOUNTANT,
         "schedule": one_of("fixed", "theory"), "c_lam": POSITIVE, "c_T": POSITIVE}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
+    #: The neighbouring relation the sensitivities are for (A16: replace one example).
+    neighboring: ClassVar[str] = "replace_one"
     #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
     #: upper_only: calibrated to f's data dependence only; public: none, on a problem whose
     #: outer vector reads no data, the budget split over the inner calls, spec §4.3 / A14),
@@ -171,11 +176,11 @@ class DpBilevel(Method):
                        else 1)
                  for name, sub in subproblems(constants, lam).items()
                  if not (aid and name == "y_lambda")]
-        outer = () if public else (
-            Batch((outer_release(problem, params["outer"], rho, aid),)),)
+        outer, extra = (((), {}) if public else
+                        self.outer_part(problem, params, rho, aid, inner, run, n))
         tree = Repeat((*inner, *outer), steps)
         values = {**planned, "rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
-                  "lambda_min": constants.lambda_min}
+                  "lambda_min": constants.lambda_min, **extra}
         for name, schedule in schedules.items():
             values |= {f"loc_gd_rounds_{name}": schedule.rounds,
                        f"loc_gd_steps_{name}": schedule.steps,
@@ -185,13 +190,19 @@ class DpBilevel(Method):
         return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan,
                                                                        paper_steps))
 
+    def outer_part(self, problem: BilevelProblem, params: dict[str, Any], rho: float,
+                   aid: bool, inner: list[Batch], run: RunSpec, n: int
+                   ) -> tuple[tuple[Batch, ...], dict[str, Any]]:
+        """The outer release of one step (full batch, zCDP cost ``rho``) and planned values."""
+        return (Batch((outer_release(problem, params["outer"], rho, aid),)),), {}
+
     def guarantee(self, run: RunSpec, tree: Repeat, plan: RunPlan,
                   steps: int | None) -> dict[str, Any]:
         """The record's replace-one relation, zCDP budget and paper epsilon (for a finite
         target and Alg. 1's ``steps``), and whether the target is met, with the reason where
         it is not."""
         spent = plan.record["epsilon"]
-        extras: dict[str, Any] = {"neighboring_relation": "replace_one"}
+        extras: dict[str, Any] = {"neighboring_relation": self.neighboring}
         if steps is not None and not is_non_private(run.epsilon):
             extras |= {"zcdp_rho": zcdp_budget(run.epsilon, run.delta),
                        "epsilon_paper_accounting": paper_epsilon(run.epsilon, run.delta, steps),
@@ -237,6 +248,40 @@ class DpBilevelGd(DpBilevelLocGd):
     name: ClassVar[str] = "dp_bilevel_gd"
     label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-GD inner solver, M = 1 (A1-GD)"
     fixed: ClassVar[dict[str, Any]] = {**DpBilevelLocGd.fixed, "inner_rounds": 1}
+
+
+class DpBilevelMinibatch(DpBilevel):
+    """Algorithm 3 (mini-batch DP bilevel, §5) with output-perturbation inner solvers: line 4's
+    outer vector is the mean over a Poisson(b_out / n) batch (A12: Poisson sampling in place of
+    b_out draws with replacement) of the examples' vectors clipped at C_out, normalised by the
+    expected batch size b_out. The inner calls keep Alg. 1's zCDP share rho* / (3 T) each;
+    the outer noise multiplier is the smallest whose T subsampled releases bring the whole
+    composition to the target (RDP accountant, amplification by subsampling), under
+    add-or-remove-one neighbours (the subsampled Gaussian's own relation; the OP inner
+    releases' 2 L / (mu n) holds under it too)."""
+
+    name: ClassVar[str] = "dp_bilevel_minibatch"
+    label: ClassVar[str] = "DP bilevel, Alg. 3 (mini-batch outer, OP inner)"
+    parameters: ClassVar[dict[str, Any]] = {**DpBilevel.parameters, "batch_out": 64}
+    checks: ClassVar[dict[str, Check]] = {**DpBilevel.checks, "batch_out": COUNT}
+    neighboring: ClassVar[str] = "add_or_remove_one"
+
+    def outer_part(self, problem: BilevelProblem, params: dict[str, Any], rho: float,
+                   aid: bool, inner: list[Batch], run: RunSpec, n: int
+                   ) -> tuple[tuple[Batch, ...], dict[str, Any]]:
+        """One Poisson(q) batch per step, its clipped sum released with sensitivity C_out."""
+        rate = min(1.0, int(params["batch_out"]) / n)
+        sampling = rate if rate < 1.0 else None
+        steps = int(params["outer_steps"])
+
+        def outer(sigma: float) -> Batch:
+            return Batch((Release("outer", "gaussian", sigma, problem.constants.outer_bound),),
+                         1, sampling)
+
+        sigma = self.calibrate(run, lambda: calibrate_event_parameter(
+            lambda s: plan_event(Repeat((*inner, outer(s)), steps)), run.epsilon, run.delta,
+            params["accountant"]), 0.0)
+        return (outer(sigma),), {"sampling_rate": rate, "noise_multiplier_outer": sigma}
 
 
 class DpAid(DpBilevel):
@@ -347,6 +392,10 @@ class BilevelProgram:
             [math.inf if p["outer"] == "upper_only" else constants.outer_bound
              for p in resolved], device)
         self.y_radius = 2.0 * constants.l0f / (self.lam * constants.mu_g)
+        #: each run's outer sampling rate (Alg. 3; 1: the full batch of Alg. 1)
+        self.rate = self._tensor([plan.values.get("sampling_rate", 1.0) for plan in plans],
+                                 device)
+        self.sampling = [make_generator(run.seed, "poisson", device) for run in runs]
         planned = [name for name in RELEASES if name in release_counts(plans[0].releases)]
         self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
                          for name in planned}
@@ -430,13 +479,19 @@ class BilevelProgram:
 
     def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
                    ) -> torch.Tensor:
-        """Alg. 1 line 4 before noise, summed over the examples: Eq. (3)'s per-example vectors
-        clipped at C_out."""
-        problem, examples = self.model, self.examples
+        """Alg. 1 line 4 before noise, summed over the examples (Alg. 3: over each run's
+        Poisson batch): Eq. (3)'s per-example vectors clipped at C_out."""
+        problem, examples, mask = self.model, self.examples, None
+        if bool((self.rate < 1.0).any()):
+            index, mask = poisson_batches(self.n, self.rate.tolist(), self.sampling,
+                                          x.device)
+            examples = {key: torch.take_along_dim(
+                value, index.view(*index.shape, *([1] * (value.dim() - 2))), dim=1)
+                for key, value in examples.items()}
         vectors = problem.per_example_grad("f", "x", x, y_lambda, examples) + self.lam.view(
             -1, 1, 1) * (problem.per_example_grad("g", "x", x, y_lambda, examples)
                          - problem.per_example_grad("g", "x", x, y, examples))
-        return clipped_sum(vectors, self.outer_clip)
+        return clipped_sum(vectors, self.outer_clip, mask)
 
     def step(self) -> None:
         problem, x = self.model, self.x
@@ -450,15 +505,17 @@ class BilevelProgram:
             projected = (unprojected - y_lambda).abs().amax(-1) > 0
             total = (self.n * problem.public_outer(x, y, y_lambda, self.lam) if self.public_outer
                      else self._outer_sum(x, y, y_lambda))
-        # Section 7's outer vector is post-processing of the inner releases (§4.3, A14)
+        # Section 7's outer vector is post-processing of the inner releases (§4.3, A14); a
+        # mini-batch sum is normalised by its expected size q n (Alg. 3)
+        scale = (self.rate * self.n).unsqueeze(-1)
         direction = (total if self.public_outer else
-                     self.releases["outer"].perturb(total, self.noise["outer"])) / self.n
+                     self.releases["outer"].perturb(total, self.noise["outer"])) / scale
         x_next = problem.x.project(x + self.sign * self.eta.unsqueeze(-1) * direction)
         move = torch.linalg.vector_norm(x_next - x, dim=-1)
         better = move < self.best
         self.x_out = torch.where(better.unsqueeze(-1), x, self.x_out)
         self.best = torch.where(better, move, self.best)
-        self._diagnose(x, y, y_lambda, total / self.n, projected)
+        self._diagnose(x, y, y_lambda, total / scale, projected)
         self.x = x_next
 
     def _diagnose(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor | None,

@@ -88,6 +88,9 @@ BILEVEL_DX_RATE = {"upper_term": 1 / 4}
 BILEVEL_DY_RATE = {"lower_term": 1 / 6}
 #: Thm. 8.2 / Cor. 8.3: a private inner solution's error falls like 1 / (n epsilon').
 INNER_RATE = {"inner_solver": -1.0}
+#: Thm. 5.1's mini-batch term in b_out: 1 / b_out as printed (Lemma 8.8), 1 / sqrt(b_out)
+#: by standard concentration (A11).
+MINIBATCH_RATE = {"paper_lemma_8_8": -1.0, "concentration_A11": -1 / 2}
 STATIONARITY = "||G_{F_S,η}(x_out)||"
 
 
@@ -161,6 +164,8 @@ FIGURES: dict[str, Drawer] = {
                                     reference=BILEVEL_DX_RATE),
     "gradient_mapping_vs_dy": _rate("gradient_mapping_norm", STATIONARITY, against="d_y",
                                     reference=BILEVEL_DY_RATE),
+    "gradient_mapping_vs_batch_out": _rate("gradient_mapping_norm", STATIONARITY,
+                                           against="batch_out", reference=MINIBATCH_RATE),
     "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths)),
     # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
@@ -203,6 +208,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_gradient_mapping_vs_dy": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=BILEVEL_DY_RATE, against="d_y"),
     "tuning_summary": tuning_table,          # DP bilevel Section 7 (E6)
+    "slopes_gradient_mapping_vs_batch_out": lambda table: slopes_table(
+        table, "gradient_mapping_norm", predicted=MINIBATCH_RATE, against="batch_out"),
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }
