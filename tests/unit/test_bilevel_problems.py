@@ -139,3 +139,17 @@ def test_inner_solution_moves_at_most_its_output_sensitivity_on_neighbours():
              - problem.inner_solution(x, problem.statistics({k: v[None] for k, v in
                                                              other.items()})))
     assert 0 < float(torch.linalg.vector_norm(moved)) <= 2 * c.l0g / (c.mu_g * 50)
+
+
+def test_pa_population_statistics_match_a_large_fresh_sample():
+    """E4's F_P on P-A: E s = 1/2, E u, E v, E ||v||^2 (exact part plus the projection's
+    Monte Carlo correction) within 4 standard errors of 400,000 fresh examples."""
+    problem = get_bilevel_problem("pa_linear_response", d_x=3, d_y=5, seed=0)
+    population = problem.population_statistics()
+    fresh = problem.sample(400_000, make_generator(11, "fresh"))
+    values = {"s": fresh["s"], "u": fresh["u"], "v": fresh["v"],
+              "v_sq": (fresh["v"] ** 2).sum(-1, keepdim=True)}
+    for key, draws in values.items():
+        error = (draws.mean(0) - population[key][0].reshape(-1)).abs()
+        standard_error = draws.std(0) / len(draws) ** 0.5
+        assert bool((error <= 4 * standard_error).all()), key

@@ -179,6 +179,10 @@ class BilevelProblem(ABC):
         example argument: a function of the released inner solutions alone, spec §4.3, A14)."""
         raise NotImplementedError(f"{type(self).__name__}: its outer vector reads the data")
 
+    def population_statistics(self) -> Stats | None:
+        """The statistics (1, ...) of the population (Thm. 6.1's F_P), where known; None."""
+        return None
+
     def tuning_metrics(self, x: torch.Tensor, stats: Stats) -> dict[str, torch.Tensor]:
         """A tuning problem's extra (R,) metrics at the output x (Section 7); none here."""
         return {}

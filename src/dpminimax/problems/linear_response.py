@@ -21,6 +21,9 @@ from dpminimax.problems.base import Block, Examples, sphere
 from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, Stats
 from dpminimax.seeding import make_generator
 
+#: Fresh examples behind the population statistics (E u, E v, E ||v||^2).
+POPULATION_DRAWS = 200_000
+
 
 class LinearResponseBilevel(BilevelProblem):
     """P-A; the instance (M0, u0, v0) is fixed by ``seed``."""
@@ -34,6 +37,7 @@ class LinearResponseBilevel(BilevelProblem):
                                            dtype=dtype))[0]
         self.m0 = tall if d_y >= d_x else tall.T
         self.u0, self.v0 = 0.5 * sphere(2, d_y, generator, dtype)
+        self.seed, self._population = seed, None
 
     @property
     def constants(self) -> BilevelConstants:
@@ -47,12 +51,16 @@ class LinearResponseBilevel(BilevelProblem):
             l1g=(1.0 + math.sqrt(1.0 + 4 * self.a ** 2)) / 2.0, l2g=0.0, mu_g=1.0)
 
     def sample(self, n: int, generator: torch.Generator) -> Examples:
-        d_y = self.y.dim
-        s = torch.rand(n, d_y, generator=generator, dtype=self.dtype)
-        unit = Block("unit", d_y, 1.0)
-        u, v = (unit.project(center + 0.5 / math.sqrt(d_y) * torch.randn(
-            n, d_y, generator=generator, dtype=self.dtype)) for center in (self.u0, self.v0))
+        s = torch.rand(n, self.y.dim, generator=generator, dtype=self.dtype)
+        unit = Block("unit", self.y.dim, 1.0)
+        u, v = (unit.project(w) for w in self._unprojected(n, generator))
         return {"s": s, "u": u, "v": v}
+
+    def _unprojected(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+        """u0 and v0 plus their N(0, 0.25 I / d_y) noise, before the projection."""
+        return tuple(center + 0.5 / math.sqrt(self.y.dim) * torch.randn(
+            n, self.y.dim, generator=generator, dtype=self.dtype)
+            for center in (self.u0, self.v0))
 
     def _psi_grad(self, x: torch.Tensor) -> torch.Tensor:
         return 2.0 * x / (1.0 + x * x) ** 2
@@ -75,6 +83,24 @@ class LinearResponseBilevel(BilevelProblem):
         if block == "x":
             return -self.a * (s * y.unsqueeze(1)) @ self.m0
         return y.unsqueeze(1) - self.a * s * (x @ self.m0.T).unsqueeze(1) - examples["u"]
+
+    def population_statistics(self) -> Stats:
+        """E s = 1 / 2; E u = u0 + E[Proj(w) - w] and E ||v||^2 = ||v0||^2 + 1 / 4 +
+        E[||Proj(w)||^2 - ||w||^2] for the unprojected draw w = u0 (v0) + noise: the exact
+        part plus the projection's correction, estimated from :data:`POPULATION_DRAWS` fresh
+        draws (the correction is zero unless ||w|| > 1, a 3-sigma event at d_y = 16, so its
+        Monte Carlo error is far below a plain sample mean's)."""
+        if self._population is None:
+            unit = Block("unit", self.y.dim, 1.0)
+            w_u, w_v = self._unprojected(POPULATION_DRAWS,
+                                         make_generator(self.seed, "population"))
+            u, v = unit.project(w_u), unit.project(w_v)
+            v_sq = (self.v0 @ self.v0 + 0.25 + ((v * v).sum(-1) - (w_v * w_v).sum(-1)).mean())
+            self._population = {"s": torch.full((1, self.y.dim), 0.5, dtype=self.dtype),
+                                "u": (self.u0 + (u - w_u).mean(0)).unsqueeze(0),
+                                "v": (self.v0 + (v - w_v).mean(0)).unsqueeze(0),
+                                "v_sq": v_sq.reshape(1)}
+        return self._population
 
     def statistics(self, examples: Examples) -> Stats:
         return {"s": examples["s"].mean(1), "u": examples["u"].mean(1),

@@ -82,6 +82,8 @@ def _cost(metric: str, ylabel: str) -> Drawer:
 DIMENSION_RATE = {"SC": 1.0, "convex": 1 / 2}
 #: DP bilevel Thm. 4.1's rate (spec 002 §5.2): its two terms' slopes in n and in epsilon.
 BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
+#: ... and Thm. 6.1's population term (d_x / n)^(1/2).
+BILEVEL_POPULATION_RATE = {"population_term": -1 / 2, "lower_term": -1 / 3}
 #: ... and in the dimensions (§5.2): the upper-level term's +1/4 in d_x, the lower-level
 #: term's +1/6 in d_y.
 BILEVEL_DX_RATE = {"upper_term": 1 / 4}
@@ -158,6 +160,9 @@ FIGURES: dict[str, Drawer] = {
                                    reference=BILEVEL_RATE),
     "gradient_mapping_vs_epsilon": _rate("gradient_mapping_norm", STATIONARITY,
                                          against="epsilon", reference=BILEVEL_RATE),
+    "population_gradient_mapping_vs_n": _rate(                             # §6.2 plot 8
+        "population_gradient_mapping_norm", "||G_{F_P,η}(x_out)|| (population)",
+        reference=BILEVEL_POPULATION_RATE),
     "inner_error_vs_n": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
                               reference=INNER_RATE),
     "gradient_mapping_vs_dx": _rate("gradient_mapping_norm", STATIONARITY, against="d_x",
@@ -201,6 +206,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "population_strong_gap", against="d"),
     "slopes_gradient_mapping": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=BILEVEL_RATE),
+    "slopes_population_gradient_mapping": lambda table: slopes_table(
+        table, "population_gradient_mapping_norm", predicted=BILEVEL_POPULATION_RATE),
     "slopes_inner_error": lambda table: slopes_table(table, "inner_error_max",
                                                      predicted=INNER_RATE),
     "slopes_gradient_mapping_vs_dx": lambda table: slopes_table(

@@ -2,7 +2,9 @@
 002 §6.2 "Metrics"): each run's output x_out is measured on its own sample, exactly.
 
 * ``gradient_mapping_norm``, the primary metric: ||G_{F_S,eta}(x_out)|| with the run's eta
-  (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1));
+  (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1)); where the
+  problem knows its population, ``population_gradient_mapping_norm`` ||G_{F_P,eta}(x_out)||
+  (Thm. 6.1, E4);
 * ``hyperobjective`` F_S(x_out); the dimensions ``d_x``, ``d_y`` of the run's problem;
   ``penalty_bias`` ||grad L*_lambda - grad F_S|| at x_out
   (Lemma 4.3 (ii));
@@ -57,6 +59,12 @@ class BilevelOptimization(Task):
         objective = problem.hyperobjective(x, stats)
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
         tuning = problem.tuning_metrics(x, stats)
+        population = problem.population_statistics()
+        if population is not None:  # Thm. 6.1: the same point measured on F_P
+            every = {key: value.expand(len(x), *value.shape[1:])
+                     for key, value in population.items()}
+            norms["population_gradient_mapping_norm"] = torch.linalg.vector_norm(
+                problem.gradient_mapping(x, problem.hypergradient(x, every), eta), dim=-1)
         for r, row in enumerate(rows):
             row |= {key: float(value[r]) for key, value in norms.items()}
             row |= {key: float(value[r]) for key, value in tuning.items()}
