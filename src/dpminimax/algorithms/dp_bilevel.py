@@ -422,8 +422,13 @@ class BilevelProgram:
                           for name in SUBPROBLEMS}
         runs_count = len(runs)
         self.x = torch.zeros(runs_count, problem.x.dim, dtype=problem.dtype, device=device)
-        self.x_out = self.x.clone()
+        self.x_out, self.x_random = self.x.clone(), self.x.clone()
         self.best = torch.full((runs_count,), math.inf, dtype=problem.dtype, device=device)
+        #: each run's uniformly random output step (spec §6.2's output-rule ablation, E9)
+        self.random_step = torch.tensor([int(torch.randint(
+            self.steps, (1,), generator=make_generator(run.seed, "output"))) for run in runs],
+            device=device)
+        self.t = 0
         keys = (("inner_error_max", "bias_max") if self.gradient == "aid" else
                 ("inner_error_max", "inner_error_lambda_max", "bias_max",
                  "projection_active_rate"))
@@ -435,7 +440,9 @@ class BilevelProgram:
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
-        return {"x": self.x_out}
+        """The output x_{t_out} (lines 7-8) and, for the output-rule ablation, the last
+        iterate x_T and a uniformly random iterate x_t, t ~ U{0..T-1}."""
+        return {"x": self.x_out, "x_last": self.x, "x_random": self.x_random}
 
     @property
     def counters(self) -> list[dict[str, float]]:
@@ -515,8 +522,10 @@ class BilevelProgram:
         better = move < self.best
         self.x_out = torch.where(better.unsqueeze(-1), x, self.x_out)
         self.best = torch.where(better, move, self.best)
+        self.x_random = torch.where((self.random_step == self.t).unsqueeze(-1), x,
+                                    self.x_random)
         self._diagnose(x, y, y_lambda, total / scale, projected)
-        self.x = x_next
+        self.x, self.t = x_next, self.t + 1
 
     def _diagnose(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor | None,
                   mean: torch.Tensor, projected: torch.Tensor | None) -> None:

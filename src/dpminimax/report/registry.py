@@ -24,6 +24,7 @@ from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy
 from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
+from dpminimax.report.output_rule import output_rule_table
 from dpminimax.report.pareto import dominance_table, plot_pareto
 from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
@@ -92,6 +93,8 @@ BILEVEL_DY_RATE = {"lower_term": 1 / 6}
 INNER_RATE = {"inner_solver": -1.0}
 #: Thm. 5.1's mini-batch term in b_out: 1 / b_out as printed (Lemma 8.8), 1 / sqrt(b_out)
 #: by standard concentration (A11).
+#: Lemma 4.3 (ii): the penalty bias O(1 / lambda); Lemma 4.4: the private bias O(lambda).
+PENALTY_RATE = {"penalty_bias": -1.0, "private_bias": 1.0}
 MINIBATCH_RATE = {"paper_lemma_8_8": -1.0, "concentration_A11": -1 / 2}
 STATIONARITY = "||G_{F_S,η}(x_out)||"
 
@@ -171,6 +174,8 @@ FIGURES: dict[str, Drawer] = {
                                     reference=BILEVEL_DY_RATE),
     "gradient_mapping_vs_batch_out": _rate("gradient_mapping_norm", STATIONARITY,
                                            against="batch_out", reference=MINIBATCH_RATE),
+    "gradient_mapping_vs_lam": _rate("gradient_mapping_norm", STATIONARITY, against="lam",
+                                     reference=PENALTY_RATE),
     "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths)),
     # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
@@ -217,6 +222,9 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "tuning_summary": tuning_table,          # DP bilevel Section 7 (E6)
     "slopes_gradient_mapping_vs_batch_out": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=MINIBATCH_RATE, against="batch_out"),
+    "slopes_gradient_mapping_vs_lam": lambda table: slopes_table(
+        table, "gradient_mapping_norm", predicted=PENALTY_RATE, against="lam"),
+    "output_rule": output_rule_table,        # DP bilevel E9
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }

@@ -4,7 +4,8 @@
 * ``gradient_mapping_norm``, the primary metric: ||G_{F_S,eta}(x_out)|| with the run's eta
   (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1)); where the
   problem knows its population, ``population_gradient_mapping_norm`` ||G_{F_P,eta}(x_out)||
-  (Thm. 6.1, E4);
+  (Thm. 6.1, E4); ``gradient_mapping_norm_last`` and ``_random`` at the last and at a
+  uniformly random iterate (the output-rule ablation, E9);
 * ``hyperobjective`` F_S(x_out); the dimensions ``d_x``, ``d_y`` of the run's problem;
   ``penalty_bias`` ||grad L*_lambda - grad F_S|| at x_out
   (Lemma 4.3 (ii));
@@ -55,6 +56,11 @@ class BilevelOptimization(Task):
             "hypergradient_norm": gradient,
             "penalty_bias": problem.penalty_gradient(x, lam, stats) - gradient,
         }
+        for rule in ("last", "random"):  # the output-rule ablation (E9)
+            if f"x_{rule}" in fit.state:
+                other = fit.state[f"x_{rule}"].to(problem.dtype)
+                metrics[f"gradient_mapping_norm_{rule}"] = problem.gradient_mapping(
+                    other, problem.hypergradient(other, stats), eta)
         norms = {key: torch.linalg.vector_norm(value, dim=-1) for key, value in metrics.items()}
         objective = problem.hyperobjective(x, stats)
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
