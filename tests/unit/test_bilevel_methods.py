@@ -324,3 +324,21 @@ def test_minibatch_direction_is_unbiased_for_the_full_batch_mean():
     spread = float(direction.std(0).max()) / math.sqrt(len(runs))
     assert float((direction.mean(0) - full).abs().max()) < 5 * spread + 0.05 * float(
         full.abs().max())
+
+
+def test_output_rules_are_iterates_of_the_run():
+    """E9's output rules: with T = 1 the random iterate is x_0 = 0 and the last is x_1; with
+    T = 6 each run's random iterate is one of its iterates, drawn from its own stream."""
+    method = get_method("np_aid")
+    one = method.fit(None, _runs("np_aid", math.inf, outer_steps=1, eta=0.3), CPU)
+    assert float(one.state["x_random"].abs().max()) == 0.0
+    assert float(one.state["x_last"].abs().max()) > 0.0
+    fit = method.fit(None, _runs("np_aid", math.inf, outer_steps=6, eta=0.3), CPU)
+    iterates = [torch.zeros_like(fit.state["x"])] + [method.fit(
+        None, _runs("np_aid", math.inf, outer_steps=t, eta=0.3), CPU).state["x_last"]
+        for t in range(1, 6)]
+    for r in range(3):
+        assert any(torch.equal(fit.state["x_random"][r], x[r]) for x in iterates)
+    rows = method.task.evaluate(method, fit, None, CPU)
+    assert all({"gradient_mapping_norm_last", "gradient_mapping_norm_random"} <= set(row)
+               for row in rows)
