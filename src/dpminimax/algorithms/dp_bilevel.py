@@ -51,7 +51,7 @@ from dpminimax.algorithms.bilevel_inner import (
 )
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
 from dpminimax.kernels.clip import clipped_sum
-from dpminimax.kernels.sampling import poisson_batches
+from dpminimax.kernels.sampling import poisson_batches, take_batch
 from dpminimax.privacy.calibrate import calibrate_event_parameter
 from dpminimax.privacy.release import (
     Batch,
@@ -492,9 +492,7 @@ class BilevelProgram:
         if bool((self.rate < 1.0).any()):
             index, mask = poisson_batches(self.n, self.rate.tolist(), self.sampling,
                                           x.device)
-            examples = {key: torch.take_along_dim(
-                value, index.view(*index.shape, *([1] * (value.dim() - 2))), dim=1)
-                for key, value in examples.items()}
+            examples = take_batch(examples, index)
         vectors = problem.per_example_grad("f", "x", x, y_lambda, examples) + self.lam.view(
             -1, 1, 1) * (problem.per_example_grad("g", "x", x, y_lambda, examples)
                          - problem.per_example_grad("g", "x", x, y, examples))

@@ -58,7 +58,7 @@ from dpminimax.algorithms.problem_method import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clipped_sum
-from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
+from dpminimax.kernels.sampling import expected_batch_size, poisson_batches, take_batch
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
 from dpminimax.problems import Problem
@@ -232,7 +232,7 @@ class SgdaProgram:
                                       device=self.scale.device)
         self.evaluations = [count + size for count, size in
                             zip(self.evaluations, mask.sum(dim=1).tolist(), strict=True)]
-        batch = {key: _take(value, index) for key, value in self.examples.items()}
+        batch = take_batch(self.examples, index)
         grads = self.model.per_example_grads(at, batch)
         moved = {}
         for block in self.blocks:
@@ -248,12 +248,6 @@ class SgdaProgram:
         self.steps_done += 1
         self.average = {name: self.average[name] + (value - self.average[name])
                         / self.steps_done for name, value in point.items()}
-
-
-def _take(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``values[r, index[r]]`` (R, B, ...) from per-run examples (R, n, ...)."""
-    shaped = index.view(*index.shape, *[1] * (values.dim() - 2))
-    return torch.gather(values, 1, shaped.expand(*index.shape, *values.shape[2:]))
 
 
 class DpSgdBassily(DpSgda):

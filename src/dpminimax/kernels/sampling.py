@@ -204,3 +204,14 @@ def shuffled_batches(
     out_device = torch.device(device) if device is not None else generators[0].device
     orders = torch.stack([torch.randperm(n, generator=g, device=g.device) for g in generators])
     return list(orders.to(out_device).split(batch_size, dim=1))
+
+
+def take_batch(examples: dict[str, torch.Tensor], index: torch.Tensor
+               ) -> dict[str, torch.Tensor]:
+    """Each run's batch ``values[r, index[r]]`` (R, B, ...) of per-run examples (R, n, ...)
+    (``index`` from :func:`poisson_batches`; padding slots repeat row 0, masked by the
+    caller)."""
+    def take(values: torch.Tensor) -> torch.Tensor:
+        shaped = index.view(*index.shape, *[1] * (values.dim() - 2))
+        return torch.gather(values, 1, shaped.expand(*index.shape, *values.shape[2:]))
+    return {key: take(value) for key, value in examples.items()}
