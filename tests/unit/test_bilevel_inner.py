@@ -39,7 +39,8 @@ def _loc_gd_errors(n: int) -> tuple[np.ndarray, float]:
     examples = _samples(problem, n)
     x = torch.zeros(RUNS, D, dtype=torch.float64)
 
-    def grads(y):
+    def grads(y, index):
+        assert index is None  # full batch (DP-Loc-GD)
         return problem.per_example_grad("g", "y", x, y, examples)
 
     full = lambda value: torch.full((RUNS,), value, dtype=torch.float64)  # noqa: E731

@@ -20,7 +20,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.algorithms.dp_bilevel import BILEVEL_DIAGNOSTICS, paper_epsilon, zcdp_budget
 from dpminimax.privacy import epsilon
-from dpminimax.privacy.release import BatchedRelease, release_counts, releases_of
+from dpminimax.privacy.release import BatchedRelease, plan_event, release_counts, releases_of
 from dpminimax.problems.base import stack_examples
 
 CPU = torch.device("cpu")
@@ -253,9 +253,10 @@ def test_dp_aid_sensitivity_bounds_the_change_of_eq_1_at_a_fixed_y(name):
 
 def test_minibatch_plan_is_poisson_sampled_and_calibrated_to_the_target():
     """Alg. 3 (A12): the outer release is made from a Poisson(b_out / n) batch with
-    sensitivity C_out (add-or-remove-one), the inner ones keep Alg. 1's zCDP share, and the
-    outer noise multiplier is the smallest meeting the target (a 5% smaller one exceeds it)."""
-    from dpminimax.privacy.release import Batch, Repeat, plan_event
+    sensitivity C_out (add-or-remove-one); every noise multiplier is Alg. 1's zCDP share,
+    the subsampled one's times one factor c, the smallest meeting the target (5% less
+    exceeds it; c = 1 without subsampling)."""
+    from dpminimax.algorithms.dp_bilevel import scaled
 
     method = get_method("dp_bilevel_minibatch")
     for batch, target in ((4, 1.0), (64, 8.0), (5000, 2.0)):
@@ -263,18 +264,23 @@ def test_minibatch_plan_is_poisson_sampled_and_calibrated_to_the_target():
         plan = method.plan(run, 1000)
         assert release_counts(plan.releases) == {"inner_y": 20, "inner_y_lambda": 20,
                                                  "outer": 20}
-        inner, outer = plan.releases.parts[:2], plan.releases.parts[2]
+        outer = plan.releases.parts[2]
         rate = min(1.0, batch / 1000)
         assert outer.sampling_rate == (rate if rate < 1 else None)
-        (release,) = outer.releases
+        share = 1 / math.sqrt(2 * zcdp_budget(target, DELTA) / 60)
         c = method.problem(method.resolve(run.params)).constants
+        for part in plan.releases.parts:
+            factor = plan.values["noise_scale"] if part.sampling_rate else 1.0
+            for release in part.releases:
+                assert release.noise_multiplier == pytest.approx(factor * share)
+        assert (plan.values["noise_scale"] == 1.0) == (batch >= 1000)
+        (release,) = outer.releases
         assert release.sensitivity == pytest.approx(c.outer_bound)
         assert plan.record["neighboring_relation"] == "add_or_remove_one"
         assert plan.record["epsilon"] <= target and plan.record["guarantee_covered"]
         assert plan.values["sampling_rate"] == pytest.approx(rate)
-        smaller = Batch((type(release)("outer", "gaussian", 0.95 * release.noise_multiplier,
-                                       release.sensitivity),), 1, outer.sampling_rate)
-        assert epsilon(plan_event(Repeat((*inner, smaller), 20)), DELTA) > target
+        if batch < 1000:
+            assert epsilon(plan_event(scaled(plan.releases, 0.95)), DELTA) > target
 
 
 def test_minibatch_outer_sum_reads_a_poisson_batch(monkeypatch):
@@ -342,3 +348,49 @@ def test_output_rules_are_iterates_of_the_run():
     rows = method.task.evaluate(method, fit, None, CPU)
     assert all({"gradient_mapping_norm_last", "gradient_mapping_norm_random"} <= set(row)
                for row in rows)
+
+
+def test_loc_sgd_inner_steps_read_poisson_batches_with_the_planned_noise(monkeypatch):
+    """Alg. 4 inside Alg. 3: every inner step sums the clipped gradients of a Poisson(b_in / n)
+    batch (mean size b_in) and adds noise of std c x base multiplier x L (add-or-remove-one);
+    the plan's inner batches are sampled at b_in / n, M T_SGD per call, within the target."""
+    import dpminimax.algorithms.dp_bilevel as module
+
+    method = get_method("dp_bilevel_minibatch_locsgd")
+    params = {"n": 400, "outer_steps": 3, "inner_steps": 5, "batch_in": 20, "batch_out": 40,
+              "d_x": 2, "d_y": 3}
+    runs = [RunSpec(seed, 4.0, DELTA, params) for seed in range(4)]
+    plan = method.plan(runs[0], 400)
+    inner = plan.releases.parts[:2]
+    for part, name in zip(inner, ("y", "y_lambda"), strict=True):
+        assert part.sampling_rate == pytest.approx(0.05)
+        assert part.count == (plan.values[f"loc_gd_rounds_{name}"]
+                              * plan.values[f"loc_gd_steps_{name}"])
+    assert plan.record["epsilon"] <= 4.0 and plan.values["sampling_rate_inner"] == 0.05
+    sizes, noise = [], defaultdict(list)
+    original_batches, original_perturb = module.poisson_batches, BatchedRelease.perturb
+
+    def batches(n, rate, generators, device=None):
+        index, mask = original_batches(n, rate, generators, device)
+        sizes.append((tuple(rate), mask.sum(-1).double()))
+        return index, mask
+
+    def perturb(release, summed, generators):
+        out = original_perturb(release, summed, generators)
+        noise[release.name].append((out - summed) / release.noise_std.unsqueeze(-1))
+        return out
+
+    monkeypatch.setattr(module, "poisson_batches", batches)
+    monkeypatch.setattr(BatchedRelease, "perturb", perturb)
+    method.fit(None, runs, CPU)
+    inner_sizes = torch.cat([s for rate, s in sizes if rate[0] == pytest.approx(0.05)])
+    assert float(inner_sizes.mean()) == pytest.approx(20, rel=0.15)
+    made = sum(part.count for part in inner) * 3
+    assert sum(1 for rate, _ in sizes if rate[0] == pytest.approx(0.05)) == made
+    c = method.problem(method.resolve(params)).constants
+    released = {r.name: r for r in releases_of(plan.releases)}
+    assert released["inner_y"].sensitivity == pytest.approx(c.l0g)
+    for name, draws in noise.items():
+        standardised = torch.cat([d.flatten() for d in draws])
+        measured = float(standardised.pow(2).mean().sqrt())
+        assert abs(math.log(measured)) <= 4.0 / math.sqrt(2 * len(standardised)), name

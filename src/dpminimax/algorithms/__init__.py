@@ -16,6 +16,7 @@ from dpminimax.algorithms.dp_bilevel import (
     DpBilevelGd,
     DpBilevelLocGd,
     DpBilevelMinibatch,
+    DpBilevelMinibatchLocSgd,
     DpBilevelPublicOuter,
     NpAid,
     NpPen,
@@ -61,7 +62,8 @@ METHODS: dict[str, type[Method]] = {
                               DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
                               PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
                               DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
-                              NonPrivateGrid, DpAid, DpBilevelMinibatch)
+                              NonPrivateGrid, DpAid, DpBilevelMinibatch,
+                              DpBilevelMinibatchLocSgd)
 }
 
 

@@ -104,20 +104,29 @@ def project_ball(value: torch.Tensor, center: torch.Tensor, radius: torch.Tensor
                                       max=1.0)
 
 
-def loc_gd(example_grads: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor,
-           mu: torch.Tensor, clip: torch.Tensor, radii: torch.Tensor, steps: int,
-           release: BatchedRelease, generators: Sequence[torch.Generator]) -> torch.Tensor:
-    """Algorithm 2 (DP-Loc-GD) for R runs: ``example_grads(y)`` (R, n, d) are the examples'
-    gradients at y (R, d), clipped at ``clip`` (R,), summed and released; the noisy mean
-    drives y_{t+1} = Proj_{B(y^m_0, R_m)}[y_t - eta_t (grad + nu_t)], eta_t = 1 / (mu (t + 1));
-    ``radii`` (R, M) are the rounds' R_m."""
+def loc_gd(example_grads: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
+           start: torch.Tensor, mu: torch.Tensor, clip: torch.Tensor, radii: torch.Tensor,
+           steps: int, release: BatchedRelease, generators: Sequence[torch.Generator],
+           sampler: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
+           batch_size: torch.Tensor | None = None) -> torch.Tensor:
+    """Algorithm 2 (DP-Loc-GD) for R runs: ``example_grads(y, index)`` (R, B, d) are the
+    gradients at y (R, d) of the examples ``index`` (None: all n), clipped at ``clip`` (R,),
+    summed and released; the noisy mean drives y_{t+1} = Proj_{B(y^m_0, R_m)}[y_t - eta_t
+    (grad + nu_t)], eta_t = 1 / (mu (t + 1)); ``radii`` (R, M) are the rounds' R_m. With a
+    ``sampler`` of Poisson batches (index, mask), Algorithm 4 (DP-Loc-SGD): the sum over each
+    step's batch, divided by the expected ``batch_size`` (R,)."""
     center = start
     for radius in radii.unbind(dim=1):
         y, total = center, torch.zeros_like(center)
         for t in range(steps):
             total = total + y
-            grads = example_grads(y)
-            noisy = release.perturb(clipped_sum(grads, clip), generators) / grads.shape[1]
+            if sampler is None:
+                grads = example_grads(y, None)
+                noisy = release.perturb(clipped_sum(grads, clip), generators) / grads.shape[1]
+            else:
+                index, mask = sampler()
+                noisy = release.perturb(clipped_sum(example_grads(y, index), clip, mask),
+                                        generators) / batch_size.unsqueeze(-1)
             y = project_ball(y - noisy / (mu.unsqueeze(-1) * (t + 1)), center, radius)
         center = total / steps
     return center

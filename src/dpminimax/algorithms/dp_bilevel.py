@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
@@ -173,7 +174,7 @@ class DpBilevel(Method):
         inner = [Batch((inner_release(f"inner_{name}", params["inner"], sub, n, rho,
                                       schedules.get(name)),),
                        schedules[name].rounds * schedules[name].steps if name in schedules
-                       else 1)
+                       else 1, self.inner_sampling(params, n))
                  for name, sub in subproblems(constants, lam).items()
                  if not (aid and name == "y_lambda")]
         outer, extra = (((), {}) if public else
@@ -185,10 +186,23 @@ class DpBilevel(Method):
             values |= {f"loc_gd_rounds_{name}": schedule.rounds,
                        f"loc_gd_steps_{name}": schedule.steps,
                        f"loc_gd_error_bound_{name}": schedule.error_bound}
+        inner_rate = self.inner_sampling(params, n)
+        if inner_rate is not None:
+            values["sampling_rate_inner"] = inner_rate
+        tree, values = self.calibrated(tree, values, run, params["accountant"])
         plan = RunPlan.account(tree, values, run.delta, params["accountant"])
         paper_steps = None if aid else steps  # DP-AID is not the paper's algorithm
         return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan,
                                                                        paper_steps))
+
+    def inner_sampling(self, params: dict[str, Any], n: int) -> float | None:
+        """The inner calls' Poisson sampling rate (None: full batch, Alg. 1)."""
+        return None
+
+    def calibrated(self, tree: Repeat, values: dict[str, Any], run: RunSpec,
+                   accountant: str) -> tuple[Repeat, dict[str, Any]]:
+        """The release tree as spent (Alg. 1: the zCDP split itself)."""
+        return tree, values
 
     def outer_part(self, problem: BilevelProblem, params: dict[str, Any], rho: float,
                    aid: bool, inner: list[Batch], run: RunSpec, n: int
@@ -254,11 +268,11 @@ class DpBilevelMinibatch(DpBilevel):
     """Algorithm 3 (mini-batch DP bilevel, §5) with output-perturbation inner solvers: line 4's
     outer vector is the mean over a Poisson(b_out / n) batch (A12: Poisson sampling in place of
     b_out draws with replacement) of the examples' vectors clipped at C_out, normalised by the
-    expected batch size b_out. The inner calls keep Alg. 1's zCDP share rho* / (3 T) each;
-    the outer noise multiplier is the smallest whose T subsampled releases bring the whole
-    composition to the target (RDP accountant, amplification by subsampling), under
-    add-or-remove-one neighbours (the subsampled Gaussian's own relation; the OP inner
-    releases' 2 L / (mu n) holds under it too)."""
+    expected batch size b_out, under add-or-remove-one neighbours (the subsampled Gaussian's
+    own relation; the OP inner releases' 2 L / (mu n) holds under it too). Noise: Alg. 1's
+    zCDP split sets each release's share; the full-batch releases keep theirs and one factor
+    c on the noise multipliers of the subsampled ones, the smallest meeting the target with
+    the RDP accountant, spends the amplification by subsampling (``noise_scale``)."""
 
     name: ClassVar[str] = "dp_bilevel_minibatch"
     label: ClassVar[str] = "DP bilevel, Alg. 3 (mini-batch outer, OP inner)"
@@ -271,17 +285,47 @@ class DpBilevelMinibatch(DpBilevel):
                    ) -> tuple[tuple[Batch, ...], dict[str, Any]]:
         """One Poisson(q) batch per step, its clipped sum released with sensitivity C_out."""
         rate = min(1.0, int(params["batch_out"]) / n)
-        sampling = rate if rate < 1.0 else None
-        steps = int(params["outer_steps"])
+        release = Release("outer", "gaussian", multiplier(rho), problem.constants.outer_bound)
+        return (Batch((release,), 1, rate if rate < 1.0 else None),), {"sampling_rate": rate}
 
-        def outer(sigma: float) -> Batch:
-            return Batch((Release("outer", "gaussian", sigma, problem.constants.outer_bound),),
-                         1, sampling)
+    def calibrated(self, tree: Repeat, values: dict[str, Any], run: RunSpec,
+                   accountant: str) -> tuple[Repeat, dict[str, Any]]:
+        """The subsampled releases' noise multipliers times the smallest c meeting the target
+        (1 where nothing is subsampled)."""
+        sampled = any(part.sampling_rate is not None for part in tree.parts)
+        scale = self.calibrate(run, lambda: calibrate_event_parameter(
+            lambda c: plan_event(scaled(tree, c)), run.epsilon, run.delta, accountant),
+            1.0) if sampled else 1.0
+        return scaled(tree, scale), {**values, "noise_scale": scale}
 
-        sigma = self.calibrate(run, lambda: calibrate_event_parameter(
-            lambda s: plan_event(Repeat((*inner, outer(s)), steps)), run.epsilon, run.delta,
-            params["accountant"]), 0.0)
-        return (outer(sigma),), {"sampling_rate": rate, "noise_multiplier_outer": sigma}
+
+class DpBilevelMinibatchLocSgd(DpBilevelMinibatch):
+    """Algorithm 3 with DP-Loc-SGD inner solvers (Algorithm 4): Algorithm 2's rounds, radii
+    and steps with each step's gradient the mean over a Poisson(b_in / n) batch (normalised by
+    b_in) of the examples' gradients clipped at L (sensitivity L, add-or-remove-one). The radii
+    are the full-batch ones of §2.7c: projecting is post-processing, so privacy does not rest
+    on them; the sampling noise they omit can only cost accuracy."""
+
+    name: ClassVar[str] = "dp_bilevel_minibatch_locsgd"
+    label: ClassVar[str] = "DP bilevel, Alg. 3 with DP-Loc-SGD inner (Alg. 4)"
+    parameters: ClassVar[dict[str, Any]] = {**DpBilevelMinibatch.parameters, "batch_in": 64,
+                                            "inner_steps": 50}
+    checks: ClassVar[dict[str, Check]] = {**DpBilevelMinibatch.checks, "batch_in": COUNT}
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevelMinibatch.fixed, "inner": "loc_sgd"}
+
+    def inner_sampling(self, params: dict[str, Any], n: int) -> float | None:
+        rate = min(1.0, int(params["batch_in"]) / n)
+        return rate if rate < 1.0 else None
+
+
+def scaled(part, factor: float):
+    """A release tree with the noise multipliers of its subsampled batches times ``factor``."""
+    if isinstance(part, Repeat):
+        return Repeat(tuple(scaled(p, factor) for p in part.parts), part.count)
+    if part.sampling_rate is None:
+        return part
+    return Batch(tuple(replace(r, noise_multiplier=r.noise_multiplier * factor)
+                       for r in part.releases), part.count, part.sampling_rate)
 
 
 class DpAid(DpBilevel):
@@ -320,7 +364,7 @@ def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, eps
     """Each subproblem's DP-Loc-GD schedule (none unless the inner solver is ``loc_gd``):
     eps' = eps / sqrt(18 T) (for M, A8, unless ``inner_rounds``), gamma / (4 T) per call
     (§2.7c), T_GD of §2.7d unless ``inner_steps``."""
-    if params["inner"] != "loc_gd":
+    if params["inner"] not in ("loc_gd", "loc_sgd"):
         return {}
     steps = int(params["outer_steps"])
     return {name: loc_gd_schedule(sub, n, problem.y.dim, rho, epsilon / math.sqrt(18 * steps),
@@ -333,13 +377,16 @@ def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, eps
 def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
                   schedule: LocGdSchedule | None) -> Release:
     """An inner call's release: the exact solution un-noised (``exact``: not private), the
-    solution with replace-one sensitivity 2 L / (mu n) (``op``), or each DP-Loc-GD step's
-    gradient sum with sensitivity 2 L (``loc_gd``), at zCDP cost ``rho`` per call."""
+    solution with replace-one sensitivity 2 L / (mu n) (``op``), each DP-Loc-GD step's
+    gradient sum with sensitivity 2 L (``loc_gd``), or each DP-Loc-SGD step's batch sum with
+    add-or-remove-one sensitivity L (``loc_sgd``), at zCDP cost ``rho`` per call."""
     if inner == "exact":
         return Release(name, "gaussian", 0.0, math.inf)
     if inner == "op":
         return Release(name, "gaussian", multiplier(rho), sub.output_sensitivity(n))
     assert schedule is not None
+    if inner == "loc_sgd":  # a Poisson batch's clipped sum, add-or-remove-one (Alg. 4)
+        return Release(name, "gaussian", schedule.multiplier, sub.lipschitz)
     return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
 
 
@@ -407,7 +454,11 @@ class BilevelProgram:
                      for name in SUBPROBLEMS}
         self.radii: dict[str, torch.Tensor] = {}
         self.inner_steps: dict[str, int] = {}
-        if self.inner == "loc_gd":
+        self.inner_rate = self._tensor([plan.values.get("sampling_rate_inner", 1.0)
+                                        for plan in plans], device)
+        self.inner_sampling = [make_generator(run.seed, "poisson_inner", device)
+                               for run in runs]
+        if self.inner in ("loc_gd", "loc_sgd"):
             schedules = [inner_schedules(problem, p, self.n, run.epsilon,
                                          plan.values["rho_per_mechanism"])
                          for p, run, plan in zip(resolved, runs, plans, strict=True)]
@@ -451,9 +502,10 @@ class BilevelProgram:
 
     def _example_grads(self, name: str, x: torch.Tensor):
         """The examples' y-gradients of subproblem ``name`` at x, as a function of y."""
-        problem, examples = self.model, self.examples
+        problem = self.model
 
-        def grads(y: torch.Tensor) -> torch.Tensor:
+        def grads(y: torch.Tensor, index: torch.Tensor | None) -> torch.Tensor:
+            examples = self.examples if index is None else take_batch(self.examples, index)
             lower = problem.per_example_grad("g", "y", x, y, examples)
             if name == "y":
                 return lower
@@ -464,10 +516,16 @@ class BilevelProgram:
     def _solve(self, name: str, x: torch.Tensor) -> torch.Tensor:
         """One inner call of Alg. 1 line 3 (its release is ``inner_<name>``)."""
         release, noise = self.releases[f"inner_{name}"], self.noise[f"inner_{name}"]
-        if self.inner == "loc_gd":
+        if self.inner in ("loc_gd", "loc_sgd"):
             start = x.new_zeros(len(x), self.model.y.dim)  # y0 = 0, the centre of Y
+            sampler = None
+            if self.inner == "loc_sgd" and bool((self.inner_rate < 1.0).any()):
+                def sampler():
+                    return poisson_batches(self.n, self.inner_rate.tolist(),
+                                           self.inner_sampling, x.device)
             return loc_gd(self._example_grads(name, x), start, self.mu[name], self.clip[name],
-                          self.radii[name], self.inner_steps[name], release, noise)
+                          self.radii[name], self.inner_steps[name], release, noise,
+                          sampler, self.inner_rate * self.n)
         exact = (self.model.inner_solution(x, self.stats) if name == "y"
                  else self.model.penalty_solution(x, self.lam, self.stats))
         return self.shrunk(release, name, x).perturb(exact, noise)

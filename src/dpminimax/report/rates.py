@@ -55,14 +55,16 @@ class RateAxis:
 #: The x axes of a rate figure by column: n (§5.7 item 1), epsilon and d (item 2; ``d`` is
 #: the column ``d`` or the job parameter ``p_d``, one panel per n); DP bilevel's d_x and d_y
 #: (spec 002 §6.2 plot 3; the job parameters ``p_d_x``, ``p_d_y``, one panel per n) and
-#: Alg. 3's outer batch size (plot 7, ``p_batch_out``) and the penalty lambda (plot 6, E9).
+#: Alg. 3's outer and Alg. 4's inner batch sizes (plot 7, ``p_batch_out``, ``p_batch_in``)
+#: and the penalty lambda (plot 6, E9).
 AXES = {"p_n": RateAxis("Sample size n", 2, "epsilon"),
         "epsilon": RateAxis("Privacy budget ε", 10, "p_n"),
         "d": RateAxis("Dimension d", 10, "epsilon", ("p_n",)),
         "d_x": RateAxis("Dimension d_x", 2, "epsilon", ("p_n",)),
         "d_y": RateAxis("Dimension d_y", 2, "epsilon", ("p_n",)),
         "batch_out": RateAxis("Outer batch size b_out", 2, "epsilon", ("p_n",)),
-        "lam": RateAxis("Penalty λ", 10, "epsilon", ("p_n",))}
+        "lam": RateAxis("Penalty λ", 10, "epsilon", ("p_n",)),
+        "batch_in": RateAxis("Inner batch size b_in", 2, "epsilon", ("p_n",))}
 
 
 def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,

@@ -93,6 +93,8 @@ BILEVEL_DY_RATE = {"lower_term": 1 / 6}
 INNER_RATE = {"inner_solver": -1.0}
 #: Thm. 5.1's mini-batch term in b_out: 1 / b_out as printed (Lemma 8.8), 1 / sqrt(b_out)
 #: by standard concentration (A11).
+#: Thm. A.1: DP-Loc-SGD's guarantee does not depend on its batch size.
+FLAT_RATE = {"thm_A1": 0.0}
 #: Lemma 4.3 (ii): the penalty bias O(1 / lambda); Lemma 4.4: the private bias O(lambda).
 PENALTY_RATE = {"penalty_bias": -1.0, "private_bias": 1.0}
 MINIBATCH_RATE = {"paper_lemma_8_8": -1.0, "concentration_A11": -1 / 2}
@@ -174,6 +176,10 @@ FIGURES: dict[str, Drawer] = {
                                     reference=BILEVEL_DY_RATE),
     "gradient_mapping_vs_batch_out": _rate("gradient_mapping_norm", STATIONARITY,
                                            against="batch_out", reference=MINIBATCH_RATE),
+    "inner_error_vs_batch_in": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
+                                     against="batch_in", reference=FLAT_RATE),
+    "gradient_mapping_vs_batch_in": _rate("gradient_mapping_norm", STATIONARITY,
+                                          against="batch_in", reference=FLAT_RATE),
     "gradient_mapping_vs_lam": _rate("gradient_mapping_norm", STATIONARITY, against="lam",
                                      reference=PENALTY_RATE),
     "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
@@ -224,6 +230,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "gradient_mapping_norm", predicted=MINIBATCH_RATE, against="batch_out"),
     "slopes_gradient_mapping_vs_lam": lambda table: slopes_table(
         table, "gradient_mapping_norm", predicted=PENALTY_RATE, against="lam"),
+    "slopes_inner_error_vs_batch_in": lambda table: slopes_table(
+        table, "inner_error_max", predicted=FLAT_RATE, against="batch_in"),
     "output_rule": output_rule_table,        # DP bilevel E9
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2

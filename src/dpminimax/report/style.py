@@ -59,6 +59,7 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
     "np_aid": ("Exact hypergradient descent (NP-AID, non-private)", "#666666", "*"),
     "dp_bilevel_minibatch": ("DP bilevel, Alg. 3: Poisson mini-batch outer (A3-OP)", "#E69F00",
                              "v"),
+    "dp_bilevel_minibatch_locsgd": ("DP bilevel, Alg. 3 + DP-Loc-SGD (Alg. 4)", "#CC79A7", "P"),
     "dp_aid": ("DP-AID: private inner + Eq. (1) hypergradient (derived)", "#009E73", "D"),
     "dp_bilevel_pp": ("Alg. 1 (A1-OP), outer step as post-processing (σ = 0)", "#56B4E9", "s"),
     "sec7_paper_sign": ("Section 7 as printed: sign flipped (A10, non-private)", "#B00020",
