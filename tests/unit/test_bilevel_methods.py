@@ -394,3 +394,13 @@ def test_loc_sgd_inner_steps_read_poisson_batches_with_the_planned_noise(monkeyp
         standardised = torch.cat([d.flatten() for d in draws])
         measured = float(standardised.pow(2).mean().sqrt())
         assert abs(math.log(measured)) <= 4.0 / math.sqrt(2 * len(standardised)), name
+
+
+def test_loc_sgd_nearly_noiseless_finds_the_inner_solutions():
+    """DP-Loc-SGD at a huge budget: its batch means estimate the full gradient (normalised by
+    the expected batch size), so the inner errors fall to the sampling noise's level."""
+    method = get_method("dp_bilevel_minibatch_locsgd")
+    params = {"n": 2000, "outer_steps": 2, "inner_steps": 300, "batch_in": 500,
+              "batch_out": 2000}
+    fit = method.fit(None, [RunSpec(seed, 1e5, DELTA, params) for seed in range(3)], CPU)
+    assert max(c["inner_error_max"] for c in fit.counters) < 0.01
