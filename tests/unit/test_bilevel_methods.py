@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import pytest
 import torch
+from release_spy import spied_fit
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
@@ -124,17 +125,7 @@ def _spied(name: str):
     """(plans, {(run, release): [noise tensors]}, {(run, release): count}) of a fit."""
     method = get_method(name)
     runs = _runs(name, 1.0, seeds=tuple(range(6)), outer_steps=6)
-    calls = []
-    original = BatchedRelease.perturb
-
-    def perturb(release, summed, generators):
-        out = original(release, summed, generators)
-        calls.append((release.releases, summed.clone(), out.clone()))
-        return out
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(BatchedRelease, "perturb", perturb)
-        method.fit(None, runs, CPU)
+    calls = spied_fit(method, None, runs)
     plans = [method.plan(run, SMALL["n"]) for run in runs]
     noise, made = defaultdict(list), defaultdict(int)
     for releases, summed, out in calls:

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import pytest
 import torch
+from release_spy import spied_fit
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
@@ -173,17 +174,7 @@ def _spied(name: str, target: float, seeds, **params):
     """(method, runs, plans, {(run, release): [noise]}, {(run, release): [sensitivity]})."""
     method = get_method(name)
     runs = [RunSpec(seed, target, DELTA, params) for seed in seeds]
-    calls = []
-    original = BatchedRelease.perturb
-
-    def perturb(release, summed, generators):
-        out = original(release, summed, generators)
-        calls.append((release.releases, summed.clone(), out.clone()))
-        return out
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(BatchedRelease, "perturb", perturb)
-        method.fit(None, runs, CPU)
+    calls = spied_fit(method, None, runs)
     plans = [method.plan(run, params["n"]) for run in runs]
     noise, sensitivities = defaultdict(list), defaultdict(list)
     for releases, summed, out in calls:
