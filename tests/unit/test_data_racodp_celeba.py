@@ -118,7 +118,10 @@ def test_missing_image_names_the_fix(sample, tmp_path):
         celeba.CelebAImages(root, [1, 2])
 
 
-def test_unpacked_cache_is_reused_until_a_source_changes(sample, tmp_path):
+def test_unpacked_cache_is_reused_and_other_sources_get_their_own(sample, tmp_path):
+    """The same sources reuse their directory; other sources (another stand-in) unpack into
+    their own and leave the first one's images in place, for a training job still reading
+    them (the default run prepares celeba and celeba-blond concurrently)."""
     paths = {f.filename: sample / f.filename for f in celeba.FILES}
     root = celeba.torchvision_root(paths)
     marker = root / "celeba" / "img_align_celeba" / "000001.jpg"
@@ -126,9 +129,30 @@ def test_unpacked_cache_is_reused_until_a_source_changes(sample, tmp_path):
     assert celeba.torchvision_root(paths) == root and marker.stat().st_mtime_ns == mtime
     write_canonical_sample("celeba", tmp_path / "other", 3, seed=1)
     paths["list_attr_celeba.txt"] = tmp_path / "other" / "list_attr_celeba.txt"
-    celeba.torchvision_root(paths)
-    assert (root / "celeba" / "list_attr_celeba.txt").read_text().startswith("3\n")
-    assert not (root / "celeba.partial").exists()
+    other = celeba.torchvision_root(paths)
+    assert other != root and marker.stat().st_mtime_ns == mtime
+    assert (other / "celeba" / "list_attr_celeba.txt").read_text().startswith("3\n")
+    assert not list(root.parent.glob("*/celeba.partial*"))
+
+
+def test_a_concurrent_build_of_the_same_sources_keeps_the_first(sample, monkeypatch):
+    """Two processes unpacking the same sources: the one renaming second drops its copy."""
+    paths = {f.filename: sample / f.filename for f in celeba.FILES}
+    root = celeba.torchvision_root(paths)
+    stamp = root / "celeba" / celeba.SOURCES_STAMP
+    text = stamp.read_text()
+    stamp.unlink()  # as if this process checked before the other finished
+    monkeypatch.setattr(celeba.os, "getpid", lambda: 424242)
+    original = Path.rename
+
+    def rename(self, target):
+        stamp.write_text(text)  # the other process's directory is in place first
+        return original(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    assert celeba.torchvision_root(paths) == root
+    assert (root / "celeba" / "img_align_celeba" / "000001.jpg").is_file()
+    assert not (root / "celeba.partial.424242").exists()
 
 
 def test_missing_files_name_the_manual_download(tmp_path, monkeypatch):

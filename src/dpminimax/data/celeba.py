@@ -5,15 +5,16 @@ with the 202,599 aligned 178x218 JPEGs, and the five annotation text files), pin
 torchvision publishes; CelebA publishes no sha256. They live on Google Drive behind a
 confirmation page, so they are fetched by hand (or with ``torchvision.datasets.CelebA(root,
 download=True)``, which needs ``gdown``). The verified files are unpacked into
-``<cache>/CelebA/celeba/`` (torchvision's layout: ``img_align_celeba/`` and the text files; redone
-only when a source's sha256 changes), so ``torchvision.datasets.CelebA(root, download=False)``
-reads the same directory. We parse the two text files we need (``list_eval_partition.txt``,
-``list_attr_celeba.txt``) and open the JPEGs with PIL ourselves, with the same transform, instead
-of going through torchvision's class (DESIGN.md: image datasets go through torchvision's
-classes): that class re-checks the md5s of the text files against its own pinned list, so a
-synthetic stand-in in the canonical format (``dpminimax.data.standin``) could never be read by
-it. The files were already verified against the same md5s when located; a test checks that our
-reader and torchvision's class return the same splits, attributes and pixels.
+``<cache>/CelebA/<key>/celeba/`` (torchvision's layout: ``img_align_celeba/`` and the text
+files; one directory per set of sources, keyed by their sha256s), so
+``torchvision.datasets.CelebA(root, download=False)`` reads the same directory. We parse the two
+text files we need (``list_eval_partition.txt``, ``list_attr_celeba.txt``) and open the JPEGs
+with PIL ourselves, with the same transform, instead of going through torchvision's class
+(DESIGN.md: image datasets go through torchvision's classes): that class re-checks the md5s of
+the text files against its own pinned list, so a synthetic stand-in in the canonical format
+(``dpminimax.data.standin``) could never be read by it. The files were already verified against
+the same md5s when located; a test checks that our reader and torchvision's class return the
+same splits, attributes and pixels.
 
 Task (spec 000 §4 and §12 item 12): label and sensitive attribute are two of the 40 binary
 attributes (torchvision maps -1/1 to 0/1): by default label ``Male`` and sensitive ``Smiling``
@@ -32,7 +33,9 @@ torchvision root and image size; :class:`CelebAImages` opens the images on acces
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -100,31 +103,42 @@ class CelebAIndex:
     crop: int | None = None  # center crop to crop x crop before resizing (None: no crop)
 
 
+#: The sources' sha256s, written last into an unpacked directory (it is complete when present).
+SOURCES_STAMP = ".sources.json"
+
+
 def image_filename(image_id: int) -> str:
     return f"{image_id:06d}.jpg"
 
 
 def torchvision_root(paths: Mapping[str, Path]) -> Path:
-    """Unpack the verified files into ``<cache>/CelebA/celeba/``; return the torchvision root.
+    """Unpack the verified files into ``<cache>/CelebA/<key>/celeba/``; return the torchvision
+    root ``<cache>/CelebA/<key>``.
 
-    The directory is rebuilt (in ``celeba.partial`` and then renamed) only when the sha256 of a
-    source differs from the ``.sources.json`` stamp written last.
+    ``key`` is a digest of the sources' sha256s: datasets prepared from different sources (the
+    real files, or stand-ins of different sizes) never share a directory, so preparing one
+    never removes the images another's training job reads. A directory is built once, in a
+    partial directory of this process, and renamed into place; a concurrent build of the same
+    sources that finishes first wins, and this one's copy is dropped.
     """
-    root = cache_dir() / "CelebA"
-    target, partial = root / "celeba", root / "celeba.partial"
     digests = {file.filename: file_digest(paths[file.filename]) for file in FILES}
-    stamp = target / ".sources.json"
-    if stamp.is_file() and json.loads(stamp.read_text()) == digests:
+    key = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
+    root = cache_dir() / "CelebA" / key
+    target = root / "celeba"
+    if (target / SOURCES_STAMP).is_file():
         return root
+    partial = root / f"celeba.partial.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     with zipfile.ZipFile(paths[IMAGE_ZIP]) as archive:
         archive.extractall(partial)
     for file in FILES[1:]:
         shutil.copyfile(paths[file.filename], partial / file.filename)
-    write_json(partial / stamp.name, digests)
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
+    write_json(partial / SOURCES_STAMP, digests)
+    try:
+        partial.rename(target)
+    except OSError:  # another process renamed the same build into place first
+        shutil.rmtree(partial, ignore_errors=True)
     return root
 
 
