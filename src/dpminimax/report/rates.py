@@ -95,8 +95,14 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
                                                strict=True):
                 one = rows[(rows["method"] == method) & (rows[axis.other] == fixed)].sort_values(
                     against)
+                if not one.empty and one[against].isna().all():
+                    # a method without this axis (Alg. 1 beside Alg. 3's b_out): its level
+                    ax.axhline(float(one["mean"].mean()), color=colour, linestyle="--",
+                               linewidth=1.0, label=f"{series_label(method, axis.other, fixed)}"
+                               " (level)")
+                    continue
                 if one.empty or (len(one) < 2 and against == "epsilon"):
-                    continue  # a method without this axis (Alg. 1 beside Alg. 3's b_out)
+                    continue
                 _draw_series(ax, one, against, colour, series_label(method, axis.other, fixed))
             _reference_lines(ax, rows, against, reference or {})
             ax.set_xscale("log", base=axis.base)
