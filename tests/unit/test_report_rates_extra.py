@@ -176,3 +176,24 @@ def test_every_new_figure_draws_a_single_grid_point(tmp_path):
         FIGURES[name](table, FigureRequest(out_paths=[tmp_path / f"{name}.png"]))
         assert _written(tmp_path / f"{name}.png"), name
     assert TABLES["slopes_population_gap_vs_d"](table).empty
+
+
+def test_a_method_without_the_axis_is_drawn_as_its_level(tmp_path):
+    """DP bilevel E5: Alg. 1 (no b_out) beside Alg. 3's b_out sweep is a horizontal line at
+    its mean, labelled as a level, and its slope is not fitted."""
+    from dpminimax.report.rates import plot_rate
+
+    rows = [{"dataset": "pa", "method": "dp_bilevel_minibatch", "epsilon": 8.0, "seed": s,
+             "p_n": 1024, "p_batch_out": b, "gradient_mapping_norm": 1.0 / b ** 0.5}
+            for b in (1, 4, 16) for s in range(3)]
+    rows += [{"dataset": "pa", "method": "dp_bilevel", "epsilon": 8.0, "seed": s,
+              "p_n": 1024, "p_batch_out": math.nan, "gradient_mapping_norm": 0.07}
+             for s in range(3)]
+    fig = plot_rate(pd.DataFrame(rows), "gradient_mapping_norm", ylabel="G",
+                    out_paths=[tmp_path / "g.png"], against="batch_out")
+    (ax,) = fig.axes
+    levels = [line for line in ax.get_lines() if "(level)" in str(line.get_label())]
+    assert len(levels) == 1 and levels[0].get_ydata()[0] == pytest.approx(0.07)
+    slopes = slopes_table(pd.DataFrame(rows), "gradient_mapping_norm", against="batch_out")
+    assert list(slopes["method"]) == ["dp_bilevel_minibatch"]
+    assert slopes["slope"].iloc[0] == pytest.approx(-0.5)
