@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.bilevel_inner import subproblems
+from dpminimax.algorithms.bilevel_inner import modulus_shrink, subproblems
 from dpminimax.algorithms.dp_bilevel import (
     SHARED,
     TUNING,
@@ -34,7 +34,7 @@ from dpminimax.algorithms.dp_bilevel import (
     zcdp_budget,
 )
 from dpminimax.algorithms.params import COUNT, POSITIVE
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, release_counts
 from dpminimax.problems import BilevelProblem, FixedSample
 from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
@@ -105,7 +105,7 @@ class GridProgram:
         self.stats = problem.statistics(self.examples)
         self.points = problem.candidates(count).to(device)
         self.loss_clip = loss_clip
-        names = GRID_RELEASES if count > 1 else GRID_RELEASES[:1]
+        names = [name for name in GRID_RELEASES if name in release_counts(plans[0].releases)]
         self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
                          for name in names}
         self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
@@ -127,14 +127,15 @@ class GridProgram:
         for point in self.points:
             x = point.expand(runs, -1)
             exact = problem.inner_solution(x, self.stats)
-            factor = problem.constants.mu_g / problem.lower_modulus(x)
+            factor = modulus_shrink(problem.constants, "y", problem.lower_modulus(x))
             released = self.releases["fit"].shrunk(factor).perturb(exact, self.noise["fit"])
             fits.append(problem.y.project(released))
+        stacked = torch.stack(fits, 1)
         chosen = torch.zeros(runs, dtype=torch.long, device=self.x_out.device)
         if "select" in self.releases:
-            chosen = self._select(torch.stack(fits, 1))
+            chosen = self._select(stacked)
         self.x_out = self.points[chosen]
-        self.released = problem.test_loss(torch.stack(fits, 1)[torch.arange(runs), chosen])
+        self.released = problem.test_loss(stacked[torch.arange(runs), chosen])
 
     def _select(self, fits: torch.Tensor) -> torch.Tensor:
         """The index of each run's smallest noisy validation loss (release ``select``)."""

@@ -58,6 +58,18 @@ def subproblems(constants: BilevelConstants, lam: float) -> dict[str, Subproblem
                                    c.l0g / c.mu_g + c.l0f / (lam * c.mu_g))}
 
 
+def modulus_shrink(constants: BilevelConstants, name: str, modulus: torch.Tensor,
+                   lam: torch.Tensor | float = 0.0) -> torch.Tensor:
+    """The factor (<= 1) by which an output-perturbation release of subproblem ``name`` may
+    shrink where g(x, .) is ``modulus``-strongly convex (>= mu_g; a public function of x): the
+    planned modulus of :func:`subproblems` over the same at ``modulus``, mu_g / modulus for
+    g and (lambda mu_g - L1f) / (lambda modulus - L1f) for f + lambda g."""
+    c = constants
+    if name == "y":
+        return c.mu_g / modulus
+    return (lam * c.mu_g - c.l1f) / (lam * modulus - c.l1f)
+
+
 @dataclass(frozen=True)
 class LocGdSchedule:
     """Algorithm 2's data-independent schedule: ``rounds`` M, ``steps`` T_GD per round, the

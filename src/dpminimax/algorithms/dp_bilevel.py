@@ -47,6 +47,7 @@ from dpminimax.algorithms.bilevel_inner import (
     Subproblem,
     loc_gd,
     loc_gd_schedule,
+    modulus_shrink,
     project_ball,
     subproblems,
 )
@@ -171,14 +172,14 @@ class DpBilevel(Method):
         rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / mechanisms,
                              0.0)
         schedules = inner_schedules(problem, params, n, run.epsilon, rho)
+        inner_rate = self.inner_sampling(params, n)
         inner = [Batch((inner_release(f"inner_{name}", params["inner"], sub, n, rho,
                                       schedules.get(name)),),
                        schedules[name].rounds * schedules[name].steps if name in schedules
-                       else 1, self.inner_sampling(params, n))
+                       else 1, inner_rate)
                  for name, sub in subproblems(constants, lam).items()
                  if not (aid and name == "y_lambda")]
-        outer, extra = (((), {}) if public else
-                        self.outer_part(problem, params, rho, aid, inner, run, n))
+        outer, extra = ((), {}) if public else self.outer_part(problem, params, rho, aid, n)
         tree = Repeat((*inner, *outer), steps)
         values = {**planned, "rho_per_mechanism": rho, "outer_bound": constants.outer_bound,
                   "lambda_min": constants.lambda_min, **extra}
@@ -186,7 +187,6 @@ class DpBilevel(Method):
             values |= {f"loc_gd_rounds_{name}": schedule.rounds,
                        f"loc_gd_steps_{name}": schedule.steps,
                        f"loc_gd_error_bound_{name}": schedule.error_bound}
-        inner_rate = self.inner_sampling(params, n)
         if inner_rate is not None:
             values["sampling_rate_inner"] = inner_rate
         tree, values = self.calibrated(tree, values, run, params["accountant"])
@@ -205,8 +205,7 @@ class DpBilevel(Method):
         return tree, values
 
     def outer_part(self, problem: BilevelProblem, params: dict[str, Any], rho: float,
-                   aid: bool, inner: list[Batch], run: RunSpec, n: int
-                   ) -> tuple[tuple[Batch, ...], dict[str, Any]]:
+                   aid: bool, n: int) -> tuple[tuple[Batch, ...], dict[str, Any]]:
         """The outer release of one step (full batch, zCDP cost ``rho``) and planned values."""
         return (Batch((outer_release(problem, params["outer"], rho, aid),)),), {}
 
@@ -281,12 +280,11 @@ class DpBilevelMinibatch(DpBilevel):
     neighboring: ClassVar[str] = "add_or_remove_one"
 
     def outer_part(self, problem: BilevelProblem, params: dict[str, Any], rho: float,
-                   aid: bool, inner: list[Batch], run: RunSpec, n: int
-                   ) -> tuple[tuple[Batch, ...], dict[str, Any]]:
+                   aid: bool, n: int) -> tuple[tuple[Batch, ...], dict[str, Any]]:
         """One Poisson(q) batch per step, its clipped sum released with sensitivity C_out."""
-        rate = min(1.0, int(params["batch_out"]) / n)
+        rate = poisson_rate(int(params["batch_out"]), n)
         release = Release("outer", "gaussian", multiplier(rho), problem.constants.outer_bound)
-        return (Batch((release,), 1, rate if rate < 1.0 else None),), {"sampling_rate": rate}
+        return (Batch((release,), 1, rate),), {"sampling_rate": 1.0 if rate is None else rate}
 
     def calibrated(self, tree: Repeat, values: dict[str, Any], run: RunSpec,
                    accountant: str) -> tuple[Repeat, dict[str, Any]]:
@@ -314,8 +312,13 @@ class DpBilevelMinibatchLocSgd(DpBilevelMinibatch):
     fixed: ClassVar[dict[str, Any]] = {**DpBilevelMinibatch.fixed, "inner": "loc_sgd"}
 
     def inner_sampling(self, params: dict[str, Any], n: int) -> float | None:
-        rate = min(1.0, int(params["batch_in"]) / n)
-        return rate if rate < 1.0 else None
+        return poisson_rate(int(params["batch_in"]), n)
+
+
+def poisson_rate(batch: int, n: int) -> float | None:
+    """The Poisson sampling rate of an expected batch of ``batch`` among ``n`` examples (None:
+    the full batch, ``batch >= n``)."""
+    return batch / n if batch < n else None
 
 
 def scaled(part, factor: float):
@@ -536,11 +539,7 @@ class BilevelProgram:
         modulus = self.model.lower_modulus(x)
         if bool((modulus <= self.model.constants.mu_g).all()):
             return release
-        mu = self.mu[name]
-        lam_mu_g = self.lam * self.model.constants.mu_g
-        factor = (self.model.constants.mu_g / modulus if name == "y"
-                  else mu / (self.lam * modulus - (lam_mu_g - mu)))
-        return release.shrunk(factor)
+        return release.shrunk(modulus_shrink(self.model.constants, name, modulus, self.lam))
 
     def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
                    ) -> torch.Tensor:

@@ -168,11 +168,6 @@ class RidgeTuning(BilevelProblem):
         return lam.unsqueeze(-1) * 0.5 * ((y_lambda * y_lambda).sum(-1, keepdim=True)
                                           - (y * y).sum(-1, keepdim=True))
 
-    @property
-    def upper_loss_bound(self) -> float:
-        """A bound on one example's f over X x Y: (n / n_val) (R_Y + 1)^2 / 2 = (R_Y + 1)^2."""
-        return (self.y.radius + 1.0) ** 2
-
     def candidates(self, count: int) -> torch.Tensor:
         """``count`` log-spaced omegas in [omega_min, omega_max] as points x (count, 1) (DP-Grid;
         one candidate: omega_min, the least regularization)."""
@@ -196,9 +191,7 @@ class RidgeTuning(BilevelProblem):
         spec §6.2 metric 4, as a diagnostic), of the fit at the sample's best omega in the
         interval (a log grid of :data:`OPTIMUM_GRID` points; ``test_loss_best``) and the
         difference (``excess_test_loss``)."""
-        grid = torch.logspace(math.log10(self.omega_min), math.log10(self.omega_max),
-                              OPTIMUM_GRID, dtype=self.dtype, device=x.device)
-        points = (grid - self.omega_center).view(1, -1, 1).expand(len(x), -1, 1)
+        points = self.candidates(OPTIMUM_GRID).to(x.device).view(1, -1, 1).expand(len(x), -1, 1)
         flat = {key: value.repeat_interleave(OPTIMUM_GRID, 0) for key, value in stats.items()}
         objective = self.hyperobjective(points.reshape(-1, 1), flat).view(len(x), -1)
         best = points[torch.arange(len(x)), objective.argmin(-1)]
