@@ -123,3 +123,18 @@ def test_epsilon_label():
     assert epsilon_label(math.inf) == "∞ (non-private)"
     assert epsilon_label(0.5) == "0.5"
     assert epsilon_label(10.0) == "10"
+
+
+def test_summary_columns_put_each_metrics_summary_side_by_side():
+    """One row per group, each metric's mean and interval under its label, as summarize
+    gives them; a group without a metric's runs has NaN there (DP-Grid's released loss)."""
+    from dpminimax.report.aggregate import summarize, summary_columns
+
+    runs = pd.DataFrame({"method": ["a"] * 3 + ["b"] * 3, "m1": [1.0, 2.0, 3.0, 4.0, 5.0, 7.0],
+                         "m2": [0.1, 0.2, 0.6, None, None, None]})
+    wide = summary_columns(runs, {"first": "m1", "second": "m2"}, ["method"])
+    assert list(wide["method"]) == ["a", "b"]
+    expected = summarize(runs, ["m1"], by=["method"])
+    assert list(wide["first"]) == list(expected["mean"])
+    assert list(wide["first_ci_high"]) == list(expected["ci_high"])
+    assert wide.loc[0, "second"] == pytest.approx(0.3) and pd.isna(wide.loc[1, "second"])

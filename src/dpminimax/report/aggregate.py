@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +100,20 @@ def summarize(
     summary["ci_low"] = np.maximum(summary["mean"] - half_width, low)
     summary["ci_high"] = np.minimum(summary["mean"] + half_width, high)
     return summary
+
+
+def summary_columns(table: pd.DataFrame, metrics: Mapping[str, str],
+                    by: Sequence[str]) -> pd.DataFrame:
+    """Each metric's mean and 95% interval over its runs (:func:`summarize`) side by side, one
+    row per group of ``by``: columns ``label``, ``label_ci_low``, ``label_ci_high`` for each
+    ``label -> metric`` of ``metrics`` (a group without a metric's runs has NaN there)."""
+    merged = None
+    for label, metric in metrics.items():
+        summary = summarize(table[table[metric].notna()], [metric], by=by)
+        part = summary[[*by, "mean", "ci_low", "ci_high"]].rename(columns={
+            "mean": label, "ci_low": f"{label}_ci_low", "ci_high": f"{label}_ci_high"})
+        merged = part if merged is None else merged.merge(part, on=list(by), how="outer")
+    return merged.sort_values(list(by)).reset_index(drop=True)
 
 
 #: Metric-name fragments of rates and probabilities (values in [0, 1]); a classification

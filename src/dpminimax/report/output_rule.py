@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpminimax.report.aggregate import require_columns, summarize
+from dpminimax.report.aggregate import require_columns, summary_columns
 
 RULES = {"argmin_step": "gradient_mapping_norm", "last_iterate": "gradient_mapping_norm_last",
          "random_iterate": "gradient_mapping_norm_random"}
@@ -17,11 +17,4 @@ def output_rule_table(table: pd.DataFrame) -> pd.DataFrame:
     require_columns(table, list(RULES.values()), "the output-rule ablation",
                     "DP bilevel runs record each rule's gradient mapping")
     grid = [c for c in ("p_n", "p_lam") if c in table.columns]
-    keys = ["method", "epsilon", *grid]
-    merged = None
-    for rule, metric in RULES.items():
-        summary = summarize(table, [metric], by=keys)[[*keys, "mean", "ci_low", "ci_high"]]
-        summary = summary.rename(columns={"mean": rule, "ci_low": f"{rule}_ci_low",
-                                          "ci_high": f"{rule}_ci_high"})
-        merged = summary if merged is None else merged.merge(summary, on=keys)
-    return merged.sort_values(keys).reset_index(drop=True)
+    return summary_columns(table, RULES, ["method", "epsilon", *grid])

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dpminimax.report.aggregate import require_columns, series_table, summarize
+from dpminimax.report.aggregate import require_columns, series_table, summary_columns
 from dpminimax.report.figures import plot_metric_vs_epsilon
 
 TUNING_COLUMNS = ("p_n", "omega_out", "excess_test_loss", "test_loss_best")
@@ -51,15 +51,6 @@ def tuning_table(table: pd.DataFrame) -> pd.DataFrame:
     """Mean (95% interval) over seeds of each metric of :data:`TABLE_METRICS` by n, method
     and epsilon."""
     runs = with_excess(table)
-    metrics = [metric for metric in TABLE_METRICS if metric in runs.columns]
-    parts = []
-    for metric in metrics:
-        summary = summarize(runs[runs[metric].notna()], [metric],
-                            by=["p_n", "method", "epsilon"])
-        parts.append(summary[["p_n", "method", "epsilon", "mean", "ci_low", "ci_high"]].rename(
-            columns={"mean": metric, "ci_low": f"{metric}_ci_low",
-                     "ci_high": f"{metric}_ci_high"}))
-    merged = parts[0]
-    for part in parts[1:]:
-        merged = merged.merge(part, on=["p_n", "method", "epsilon"], how="outer")
-    return merged.rename(columns={"p_n": "n"}).sort_values(["n", "method", "epsilon"])
+    metrics = {metric: metric for metric in TABLE_METRICS if metric in runs.columns}
+    return summary_columns(runs, metrics, ["p_n", "method", "epsilon"]).rename(
+        columns={"p_n": "n"})
