@@ -88,9 +88,8 @@ def test_the_penalty_vector_tends_to_the_hypergradient_like_one_over_lambda():
 
 def _fit(name: str, target: float, seeds=(0, 1, 2, 3), **params):
     method = get_method(name)
-    runs = [RunSpec(seed, target, DELTA, {**PC, **params}) for seed in seeds]
-    runs = [RunSpec(r.seed, r.epsilon, r.delta, {k: v for k, v in r.params.items()
-                                                  if k in method.parameters}) for r in runs]
+    given = {key: value for key, value in {**PC, **params}.items() if key in method.parameters}
+    runs = [RunSpec(seed, target, DELTA, given) for seed in seeds]
     fit = method.fit(None, runs, CPU)
     return method, fit, method.task.evaluate(method, fit, None, CPU)
 
