@@ -169,11 +169,12 @@ def test_post_processing_variant_plans_the_inner_fits_only_and_refuses_pa():
                                             "d_y": 16, "lam": 10.0}), 1000)
 
 
-def _spied(name: str, target: float, seeds, **params):
-    """(method, runs, plans, {(run, release): [noise]}, {(run, release): [sensitivity]})."""
+def _spied(name: str, target: float, seeds, selections=None, **params):
+    """(method, runs, plans, {(run, release): [noise]}, {(run, release): [sensitivity]});
+    report-noisy-min calls are appended to ``selections``."""
     method = get_method(name)
     runs = [RunSpec(seed, target, DELTA, params) for seed in seeds]
-    calls = spied_fit(method, None, runs)
+    calls = spied_fit(method, None, runs, selections=selections)
     plans = [method.plan(run, params["n"]) for run in runs]
     noise, sensitivities = defaultdict(list), defaultdict(list)
     for releases, summed, out in calls:
@@ -187,10 +188,12 @@ def _spied(name: str, target: float, seeds, **params):
 
 
 def test_dp_grid_noise_is_its_zcdp_split():
-    """K fits at rho* / (2 K) each with sensitivity 2 L / (omega_k n), the selection at
-    rho* / 2 with sensitivity sqrt(K) B: each release's noise / (its planned std) is N(0, 1)."""
+    """K fits at rho* / (2 K) each with sensitivity 2 L / (omega_k n): each fit's noise /
+    (its planned std) is N(0, 1); the selection is report-noisy-min at rho* / 2 over the
+    clipped loss sums (each moves by at most B), accounted as exactly that zCDP."""
     n, count, clip = 1000, 5, 2.0
-    method, runs, plans, noise, sens = _spied("dp_grid", 1.0, range(8), n=n,
+    selections = []
+    method, runs, plans, noise, sens = _spied("dp_grid", 1.0, range(8), selections, n=n,
                                               candidates=count, loss_clip=clip)
     problem, c = _problem(), _problem().constants
     budget = zcdp_budget(1.0, DELTA)
@@ -198,13 +201,17 @@ def test_dp_grid_noise_is_its_zcdp_split():
     assert release_counts(plans[0].releases) == {"fit": count, "select": 1}
     for r in range(len(runs)):
         assert sens[r, "fit"] == pytest.approx([2 * c.l0g_y / (w * n) for w in omegas])
-        assert sens[r, "select"] == pytest.approx([math.sqrt(count) * clip])
-    for release, rho in (("fit", budget / (2 * count)), ("select", budget / 2)):
-        scaled = torch.cat([draw / (s / math.sqrt(2 * rho)) for r in range(len(runs))
-                            for draw, s in zip(noise[r, release], sens[r, release],
-                                               strict=True)])
-        measured = float(scaled.pow(2).mean().sqrt())
-        assert abs(math.log(measured)) <= 4.0 / math.sqrt(2 * len(scaled)) + 0.02, release
+    rho = budget / (2 * count)
+    scaled = torch.cat([draw / (s / math.sqrt(2 * rho)) for r in range(len(runs))
+                        for draw, s in zip(noise[r, "fit"], sens[r, "fit"], strict=True)])
+    measured = float(scaled.pow(2).mean().sqrt())
+    assert abs(math.log(measured)) <= 4.0 / math.sqrt(2 * len(scaled)) + 0.02
+    ((releases, scores, chosen),) = selections
+    assert scores.shape == (len(runs), count)
+    for release in releases:
+        assert release.mechanism == "exponential" and release.sensitivity == clip
+        assert release.event().rho == pytest.approx(budget / 2, rel=1e-12)
+    assert {r.name: r for r in releases_of(plans[0].releases)}["select"] == releases[0]
     assert plans[0].record["epsilon"] <= 1.0
 
 
@@ -233,14 +240,14 @@ def test_dp_grid_selection_clips_each_examples_losses():
     far = torch.full((1, 3, 10), 3.0, dtype=torch.float64)
     raw = program.model.validation_losses(far, program.examples).sum(-1)
     captured = []
-    original = BatchedRelease.perturb
+    original = BatchedRelease.select_min
 
-    def perturb(release, summed, generators):
-        captured.append(summed.clone())
-        return original(release, summed, generators)
+    def select_min(release, scores, generators):
+        captured.append(scores.clone())
+        return original(release, scores, generators)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(BatchedRelease, "perturb", perturb)
+        patch.setattr(BatchedRelease, "select_min", select_min)
         program._select(far)
     assert bool((raw > 100 * 0.5).all())
     assert bool((captured[0] <= 200 * 0.5 + 1e-12).all())

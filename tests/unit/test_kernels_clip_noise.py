@@ -136,6 +136,18 @@ def test_laplace_noise_has_the_laplace_distribution():
     assert abs(float(noisy.var()) / (2 * scale**2) - 1) < 0.05
 
 
+def test_negated_gumbel_noise_has_the_negated_gumbel_distribution():
+    """Kolmogorov-Smirnov against -Gumbel(0, b) (scipy's gumbel_l) at a fixed seed."""
+    from scipy import stats
+
+    scale = 1.5
+    noisy = add_noise(torch.zeros(1, 20_000, dtype=torch.float64), torch.tensor([scale]),
+                      [make_generator(0, "gumbel")], distribution="negated_gumbel")[0]
+    assert torch.isfinite(noisy).all()
+    assert stats.kstest(noisy.numpy(), stats.gumbel_l(scale=scale).cdf).pvalue > 1e-3
+    assert stats.kstest(noisy.numpy(), stats.gumbel_r(scale=scale).cdf).pvalue < 1e-6
+
+
 def test_unknown_noise_distribution_is_an_error():
     from dpminimax.kernels.noise import add_noise
     from dpminimax.seeding import make_generator

@@ -5,18 +5,17 @@ DP-Grid: K log-spaced candidates omega_k; for each, the exact ridge fit on the t
 released by output perturbation (release ``fit``, replace-one sensitivity 2 L / (omega_k n):
 the plan's 2 L / (mu_g n) shrunk by mu_g / omega_k, a public factor), projected onto Y; then
 the validation losses of the K released fits, each example's clipped at ``loss_clip`` B
-(min{f_i, B}: a vector per example with entries in [0, B]), summed and released with Gaussian
-noise (release ``select``, sensitivity sqrt(K) B), and the candidate with the smallest noisy
-loss is the output (post-processing); its released fit is the deployed private model
-(``test_loss_released``). zCDP: rho* / 2 over the K fits, rho* / 2 for the selection (a Gaussian
-vector release in place of report-noisy-min, which would need less noise: it is the simpler
-mechanism our accountant composes). Fixed-omega is DP-Grid with one candidate, omega_min: no
-selection, its one fit takes all of rho*.
+(min{f_i, B} in [0, B], so replacing one example moves each of the K summed losses by at most
+B), and the candidate with the smallest loss is chosen by report-noisy-min (release ``select``:
+Gumbel noise, the exponential mechanism; only the index is released); its released fit is the
+deployed private model (``test_loss_released``). zCDP: rho* / 2 over the K fits, rho* / 2 for
+the selection (epsilon_EM = sqrt(8 rho* / 2), Cesar & Rogers 2021). K is the number of points
+the problem's ``candidates`` returns (a product grid for a vector omega). Fixed-omega is
+DP-Grid with one candidate, omega_min: no selection, its one fit takes all of rho*.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -46,7 +45,7 @@ class DpGrid(DpBilevel):
     """DP-Grid (module docstring)."""
 
     name: ClassVar[str] = "dp_grid"
-    label: ClassVar[str] = "DP-Grid: K candidate omegas, OP fits, noisy validation losses"
+    label: ClassVar[str] = "DP-Grid: K candidate omegas, OP fits, report-noisy-min"
     parameters: ClassVar[dict[str, Any]] = {**DpBilevel.parameters, **TUNING, "candidates": 10,
                                             "loss_clip": 2.0}
     checks: ClassVar[dict[str, Any]] = {**DpBilevel.checks, "candidates": COUNT,
@@ -57,18 +56,18 @@ class DpGrid(DpBilevel):
         """K ``fit`` releases and, for K > 1, one ``select`` release (module docstring)."""
         params = self.resolve(run.params)
         problem = self.problem(params)
-        count = int(params["candidates"])
         if not hasattr(problem, "candidates"):
             raise ValueError(f"method {self.name!r} tunes a hyperparameter: problem "
                              f"{params['problem']!r} has no candidates")
+        count = len(problem.candidates(int(params["candidates"])))
         rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta), 0.0)
         fit_share = rho / (2 * count) if count > 1 else rho / count
         lower = subproblems(problem.constants, float(params["lam"]))["y"]
         parts = [Batch((inner_release("fit", params["inner"], lower, n, fit_share, None),),
                        count)]
         if count > 1:
-            parts.append(Batch((Release("select", "gaussian", multiplier(rho / 2),
-                                        math.sqrt(count) * float(params["loss_clip"])),)))
+            parts.append(Batch((Release("select", "exponential", multiplier(rho / 2),
+                                        float(params["loss_clip"])),)))
         tree = Repeat(tuple(parts), 1)
         plan = RunPlan.account(tree, {"rho_per_fit": fit_share}, run.delta,
                                params["accountant"])
@@ -142,7 +141,7 @@ class GridProgram:
         problem = self.model
         losses = torch.clamp(problem.validation_losses(fits, self.examples),
                              max=self.loss_clip).sum(-1)
-        return self.releases["select"].perturb(losses, self.noise["select"]).argmin(-1)
+        return self.releases["select"].select_min(losses, self.noise["select"])
 
 
 NonPrivateGrid = nonprivate_twin(

@@ -409,7 +409,8 @@ def outer_release(problem: BilevelProblem, outer: str, rho: float, aid: bool = F
 
 
 def multiplier(rho: float) -> float:
-    """A Gaussian release costing zCDP ``rho``: noise / sensitivity = 1 / sqrt(2 rho)."""
+    """A Gaussian (or report-noisy-min) release costing zCDP ``rho``: noise / sensitivity =
+    1 / sqrt(2 rho)."""
     return 1.0 / math.sqrt(2.0 * rho) if rho > 0 else 0.0
 
 

@@ -1,5 +1,6 @@
 """Additive noise mechanisms for R runs: Gaussian (DP-SGD, Abadi et al. 2016, Alg. 1, "add
-noise") and Laplace (the noisy histogram of RaCO-DP, Alg. 1 line 5).
+noise"), Laplace (the noisy histogram of RaCO-DP, Alg. 1 line 5) and the negated Gumbel of
+report-noisy-min (the exponential mechanism drawn by the Gumbel-max trick).
 
 Run r's release receives noise of scale s_r (the std sigma_r * C_r of the Gaussian, the scale b_r
 of the Laplace) drawn from run r's own generator only, so a run draws the same noise whether it is
@@ -25,6 +26,15 @@ def fill_standard_laplace(out: torch.Tensor, generator: torch.Generator) -> torc
     return out.copy_(exponential[0] - exponential[1])
 
 
+def fill_negated_gumbel(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Fill the 1-d tensor ``out`` with i.i.d. negated standard Gumbel draws ``log(-log u)``,
+    u ~ U(0, 1) (computed in float64): for scores s_k, ``argmin_k s_k + b Z_k`` is k with
+    probability proportional to exp(-s_k / b) (the Gumbel-max trick on -s / b)."""
+    u = torch.empty(out.numel(), dtype=torch.float64, device=generator.device)
+    u.uniform_(generator=generator).clamp_(min=torch.finfo(torch.float64).tiny)
+    return out.copy_(torch.log(-torch.log(u)))
+
+
 def fill_standard_normal(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Fill the 1-d contiguous tensor ``out`` with i.i.d. N(0, 1) draws (the numbers
     ``torch.randn(out.numel(), generator=generator)`` gives, checked bit for bit)."""
@@ -38,7 +48,8 @@ def add_noise(
     distribution: str = "gaussian",
 ) -> dict[str, torch.Tensor] | torch.Tensor:
     """``summed + noise_std_r * Z`` per run, for a dict of (R, ...) tensors or one tensor, with
-    Z i.i.d. standard normal (``distribution="gaussian"``) or standard Laplace (``"laplace"``).
+    Z i.i.d. standard normal (``distribution="gaussian"``), standard Laplace (``"laplace"``) or
+    negated standard Gumbel (``"negated_gumbel"``).
 
     Run r draws one standard noise vector covering all of its parameters (in the dict's order)
     from ``generators[r]``, into row r of one (R, size) buffer. Runs with ``noise_std_r == 0``
@@ -82,4 +93,5 @@ def _scaled_draws(flat: torch.Tensor, noise_std: torch.Tensor, noisy: Sequence[b
     return noise_std.to(flat.dtype).unsqueeze(1) * draws.to(flat.device)
 
 
-_FILLERS = {"gaussian": fill_standard_normal, "laplace": fill_standard_laplace}
+_FILLERS = {"gaussian": fill_standard_normal, "laplace": fill_standard_laplace,
+            "negated_gumbel": fill_negated_gumbel}

@@ -25,6 +25,14 @@ def laplace(scale: float) -> DpEvent:
     return validate_event(dp_event.LaplaceDpEvent(float(scale)))
 
 
+def exponential_mechanism(noise_multiplier: float) -> DpEvent:
+    """Report-noisy-min with Gumbel noise of scale ``noise_multiplier`` times the scores'
+    sensitivity: the exponential mechanism with epsilon = 2 / noise_multiplier (McSherry &
+    Talwar 2007), which is epsilon-bounded-range and so epsilon^2 / 8 = 1 / (2 m^2)-zCDP
+    (Cesar & Rogers 2021, Lemma 3.2): the zCDP of a Gaussian with the same multiplier."""
+    return validate_event(dp_event.ZCDpEvent(1.0 / (2.0 * float(noise_multiplier) ** 2)))
+
+
 def non_private_event() -> DpEvent:
     """A release with no privacy guarantee (epsilon = inf)."""
     return dp_event.NonPrivateDpEvent()
@@ -79,6 +87,9 @@ def validate_event(event: DpEvent) -> DpEvent:
         _check(event.noise_multiplier > 0,
                f"{type(event).__name__} noise multiplier must be > 0, got "
                f"{event.noise_multiplier}")
+    elif isinstance(event, dp_event.ZCDpEvent):
+        _check(event.rho > 0 and event.xi >= 0,
+               f"ZCDpEvent needs rho > 0 and xi >= 0, got rho {event.rho}, xi {event.xi}")
     elif isinstance(event, dp_event.PoissonSampledDpEvent):
         q = event.sampling_probability
         _check(0.0 <= q <= 1.0, f"sampling probability must be in [0, 1], got {q}")

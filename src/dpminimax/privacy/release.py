@@ -2,9 +2,12 @@
 mechanism, so the noise drawn and the noise accounted cannot differ (issue #17, item 1).
 
 A :class:`Release` is one run's release of a sum of per-example contributions whose norm is
-bounded by ``sensitivity`` (l2 for ``gaussian``, l1 for ``laplace``; ``inf`` = not clipped), with
-noise of scale ``noise_multiplier * sensitivity`` (``noise_multiplier`` 0: no noise, the
-non-private twin). Its :meth:`~Release.event` is the dp_accounting mechanism of that release.
+bounded by ``sensitivity`` (l2 for ``gaussian``, l1 for ``laplace``, l-infinity for
+``exponential``; ``inf`` = not clipped), with noise of scale ``noise_multiplier * sensitivity``
+(``noise_multiplier`` 0: no noise, the non-private twin). Its :meth:`~Release.event` is the
+dp_accounting mechanism of that release. An ``exponential`` release publishes only the index of
+the smallest noisy score (report-noisy-min with Gumbel noise,
+:meth:`BatchedRelease.select_min`), never the noisy scores.
 
 A method's plan arranges releases in a tree whose event is derived, never written by hand:
 
@@ -32,9 +35,16 @@ from dp_accounting import dp_event
 from dp_accounting.dp_event import DpEvent
 
 from dpminimax.kernels.noise import add_noise
-from dpminimax.privacy.events import gaussian, laplace, non_private_event, validate_event
+from dpminimax.privacy.events import (
+    exponential_mechanism,
+    gaussian,
+    laplace,
+    non_private_event,
+    validate_event,
+)
 
-MECHANISMS = ("gaussian", "laplace")
+MECHANISMS = ("gaussian", "laplace", "exponential")
+_EVENTS = {"gaussian": gaussian, "laplace": laplace, "exponential": exponential_mechanism}
 
 
 @dataclass(frozen=True)
@@ -65,11 +75,11 @@ class Release:
         return self.noise_multiplier > 0
 
     def event(self) -> DpEvent:
-        """The mechanism: Gaussian / Laplace with this noise multiplier (noise over
-        sensitivity), or no privacy when the release is not noised."""
+        """The mechanism: Gaussian / Laplace / report-noisy-min with this noise multiplier (noise
+        over sensitivity), or no privacy when the release is not noised."""
         if not self.private:
             return non_private_event()
-        return (gaussian if self.mechanism == "gaussian" else laplace)(self.noise_multiplier)
+        return _EVENTS[self.mechanism](self.noise_multiplier)
 
 
 @dataclass(frozen=True)
@@ -203,4 +213,17 @@ class BatchedRelease:
                 generators: Sequence[torch.Generator]):
         """``summed`` (a tensor or dict of (R, ...) tensors) plus run r's noise from
         ``generators[r]``; runs without noise draw nothing and get their sums back."""
+        if self.mechanism == "exponential":
+            raise ValueError(f"release {self.name!r} is report-noisy-min: only the index of its "
+                             "smallest noisy score is private (select_min), not the scores")
         return add_noise(summed, self.noise_std, generators, self.mechanism)
+
+    def select_min(self, scores: torch.Tensor,
+                   generators: Sequence[torch.Generator]) -> torch.Tensor:
+        """Report-noisy-min: for (R, K) ``scores`` (sums whose entries each move by at most the
+        sensitivity between neighbours), run r's index ``argmin_k scores[r, k] + b_r Z_rk``
+        with Z negated standard Gumbel, i.e. k with probability proportional to
+        exp(-scores[r, k] / b_r): the exponential mechanism (events.exponential_mechanism)."""
+        if self.mechanism != "exponential":
+            raise ValueError(f"release {self.name!r} is {self.mechanism}, not report-noisy-min")
+        return add_noise(scores, self.noise_std, generators, "negated_gumbel").argmin(-1)
