@@ -53,13 +53,15 @@ def _print(obj: Any) -> None:
 
 
 def _methods(args: argparse.Namespace) -> None:
-    from dpminimax.algorithms import METHODS
+    from dpminimax.algorithms import DIAGNOSTICS, METHODS
 
-    _print([{"name": name, "label": cls.label, "paper": cls.paper, "private": cls.private,
+    _print([{"name": name, "label": cls.label, "paper": cls.paper,
+             "private": cls.private and name not in DIAGNOSTICS,
+             "diagnostic": name in DIAGNOSTICS,
              "parameters": cls.parameters, "shared_parameters": list(cls.shared_parameters),
              "uses_sensitive_attribute": cls.uses_sensitive_attribute,
              "task": cls.task.name, "attacked": cls.task.attacked}
-            for name, cls in sorted(METHODS.items())])
+            for name, cls in sorted({**METHODS, **DIAGNOSTICS}.items())])
 
 
 def _method_plan(args: argparse.Namespace) -> None:

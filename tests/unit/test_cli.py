@@ -131,12 +131,14 @@ def test_debug_shows_the_traceback():
 
 
 def test_methods_lists_every_registered_method(capsys):
-    from dpminimax.algorithms import METHODS
+    from dpminimax.algorithms import DIAGNOSTICS, METHODS
 
     listed = {entry["name"]: entry for entry in _run(capsys, "methods")}
-    assert set(listed) == set(METHODS)
+    assert set(listed) == set(METHODS) | set(DIAGNOSTICS)
+    for name in DIAGNOSTICS:
+        assert listed[name]["diagnostic"] and not listed[name]["private"]
     for name, cls in METHODS.items():
-        assert listed[name]["private"] == cls.private
+        assert listed[name]["private"] == cls.private and not listed[name]["diagnostic"]
         assert listed[name]["parameters"] == json.loads(json.dumps(cls.parameters))
         assert listed[name]["paper"]
         assert (listed[name]["task"], listed[name]["attacked"]) == (cls.task.name,

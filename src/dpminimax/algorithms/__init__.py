@@ -11,6 +11,7 @@ from dpminimax.algorithms.double_spider import (
     PrivateDiffDro,
 )
 from dpminimax.algorithms.dp_bilevel import (
+    BILEVEL_DIAGNOSTICS,
     DpAid,
     DpBilevel,
     DpBilevelGd,
@@ -67,19 +68,26 @@ METHODS: dict[str, type[Method]] = {
 }
 
 
+#: Diagnostics a workflow may run beside the methods: they take a privacy target but are NOT
+#: private, and their records say so (guarantee not covered); outside :data:`METHODS`, whose
+#: conformance suite holds every method to its plan's privacy.
+DIAGNOSTICS: dict[str, type[Method]] = dict(BILEVEL_DIAGNOSTICS)
+
+
 class UnknownMethodError(ValueError):
     """A configuration named a method that does not exist."""
 
 
 def get_method(name: str) -> Method:
-    """An instance of the method called ``name``."""
+    """An instance of the method (or diagnostic) called ``name``."""
     try:
-        return METHODS[name]()
+        return {**METHODS, **DIAGNOSTICS}[name]()
     except KeyError:
         raise UnknownMethodError(
-            f"unknown method {name!r}; known methods: {sorted(METHODS)}"
+            f"unknown method {name!r}; known methods: {sorted(METHODS)}; diagnostics (not "
+            f"private): {sorted(DIAGNOSTICS)}"
         ) from None
 
 
-__all__ = ["METHODS", "FitResult", "Method", "RunSpec", "UnknownMethodError", "expand_runs",
-           "get_method"]
+__all__ = ["DIAGNOSTICS", "METHODS", "FitResult", "Method", "RunSpec", "UnknownMethodError",
+           "expand_runs", "get_method"]
