@@ -196,6 +196,7 @@ def expand_jobs(
                 raise ExperimentConfigError(
                     f"{where}.scales.{scale}.params.{key}: no method of this experiment has "
                     f"this parameter (known: {sorted(known)})")
+        by_method = _scale_method_params(at_scale, methods, f"{where}.scales.{scale}")
         for method_name, method_spec in experiment["methods"].items():
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
@@ -207,7 +208,8 @@ def expand_jobs(
             by_epsilon = _epsilon_params(method_spec, m_where)
             for eps in epsilons:
                 params = {**(method_spec.get("params") or {}), **by_epsilon.get(eps, {}),
-                          **{k: v for k, v in scale_params.items() if k in method.parameters}}
+                          **{k: v for k, v in scale_params.items() if k in method.parameters},
+                          **by_method.get(method_name, {})}
                 tuned = (_tuning(method_spec, at_scale, params, f"{m_where}.tuning")
                          if tuning == "protocol" and "tuning" in method_spec else None)
                 for dataset in datasets:
@@ -220,6 +222,27 @@ def expand_jobs(
                                     seeds, job_params, scale, tuned,
                                     attacked=method.task.attacked and not on_problems))
     return jobs
+
+
+def _scale_method_params(at_scale: Mapping[str, Any], methods: Mapping[str, Any],
+                         where: str) -> dict[str, dict[str, Any]]:
+    """A scale's per-method params (``methods: {<method>: {params: {...}}}``), which win over
+    the scale's ``params`` for that method alone (e.g. a grid point one method cannot run);
+    every method and parameter named must be the experiment's."""
+    out = {}
+    for name, override in (at_scale.get("methods") or {}).items():
+        if name not in methods:
+            raise ExperimentConfigError(
+                f"{where}.methods.{name}: not a method of this experiment "
+                f"(have {sorted(methods)})")
+        params = dict((override or {}).get("params") or {})
+        for key in params:
+            if key not in methods[name].parameters:
+                raise ExperimentConfigError(
+                    f"{where}.methods.{name}.params.{key}: method {name!r} has no such "
+                    f"parameter (known: {sorted(methods[name].parameters)})")
+        out[name] = params
+    return out
 
 
 def _on_problems(methods: Mapping[str, Any], where: str) -> bool:

@@ -1,24 +1,43 @@
 """The §3 leak (spec 002 §3.2) on P-D: one exact hypergradient (M0), the non-private penalty
 method (M1) and the naive outer noise (M2) tell S+ from S- perfectly and give xi_n back to
-machine precision; Algorithm 1 (M3) keeps its empirical epsilon below its epsilon."""
+machine precision; Algorithm 1 (M3) keeps its empirical epsilon below its epsilon. The study
+runs several (d, n) settings (leak: settings in experiments.yaml), d = 10 and n = 1000 among
+them (spec §7's E1 row)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
+import torch
 
-from dpminimax.attacks.bilevel_leak import leak_table
+from dpminimax import api
+from dpminimax.attacks import bilevel_leak
+from dpminimax.attacks.bilevel_leak import (
+    direction,
+    distinguish,
+    leak_settings,
+    leak_table,
+    neighbours,
+    outputs,
+)
+from dpminimax.report.bilevel_leak import LEAK_CLAIMS, leak_claims
+from dpminimax.report.claims import REPRODUCED, claims_table
+from dpminimax.report.reference import load_claims
 
 EPSILONS = (0.5, 4.0)
+PARAMS = {"outer_steps": 100, "eta": 0.5, "lam": 10.0}
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
 def rows():
-    params = {"outer_steps": 100, "eta": 0.5, "lam": 10.0}
     return {(row["mechanism"], row["epsilon"]): row
             for row in leak_table(d=2, n=100, runs=100, epsilons=EPSILONS, delta=1e-5,
-                                  params=params)}
+                                  params=PARAMS)}
 
 
 @pytest.mark.parametrize("mechanism", ["M0", "M1", "M2"])
@@ -34,3 +53,124 @@ def test_algorithm_1_keeps_the_empirical_epsilon_below_its_epsilon(rows, epsilon
     row = rows["M3", epsilon]
     assert row["epsilon_hat"] < epsilon
     assert row["auc"] < 0.75
+
+
+# ------------------------------------------------------------------ settings of a leak: block
+
+BLOCK = {"runs": 30, "epsilons": [1, 4], "delta": 1e-5, "params": PARAMS}
+
+
+def test_settings_share_the_block_and_override_runs():
+    settings = leak_settings({**BLOCK, "settings": [{"d": 2, "n": 100},
+                                                    {"d": 10, "n": 1000, "runs": 12}]})
+    assert [(s["d"], s["n"], s["runs"]) for s in settings] == [(2, 100, 30), (10, 1000, 12)]
+    for setting in settings:
+        assert setting["epsilons"] == [1.0, 4.0] and setting["delta"] == 1e-5
+        assert setting["params"] == PARAMS and setting["seed"] == 0
+
+
+def test_one_top_level_d_and_n_is_one_setting():
+    (setting,) = leak_settings({**BLOCK, "d": 3, "n": 50, "seed": 7})
+    assert (setting["d"], setting["n"], setting["runs"], setting["seed"]) == (3, 50, 30, 7)
+
+
+@pytest.mark.parametrize("bad", [
+    {"settings": [{"d": 2, "n": 100}], "d": 2},                         # both forms
+    {"settings": []},                                                   # none
+    {"settings": [{"d": 2, "n": 100}, {"d": 2, "n": 100, "runs": 5}]},  # repeated (d, n)
+    {"settings": [{"d": 2, "n": 100, "epsilons": [1]}]},                # not a setting's key
+    {"settings": [{"d": 2}]},                                           # no n
+])
+def test_bad_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        leak_settings({**BLOCK, **bad})
+
+
+# ------------------------------------------------------------------ the statistic in any d
+
+def test_the_statistic_projects_on_the_direction_the_neighbours_differ_along():
+    """A mean shift along a direction that is not a coordinate (d = 10): the test reads it on
+    u, and reading coordinate 0 alone would lose it."""
+    gen = torch.Generator().manual_seed(0)
+    u = torch.randn(10, generator=gen, dtype=torch.float64)
+    u[0] = 0.0
+    u /= torch.linalg.vector_norm(u)
+    plus = 0.5 * u + torch.randn(400, 10, generator=gen, dtype=torch.float64)
+    minus = -0.5 * u + torch.randn(400, 10, generator=gen, dtype=torch.float64)
+    along_u = distinguish(plus, minus, 1.0, 1e-5, u)
+    along_e1 = distinguish(plus, minus, 1.0, 1e-5)
+    assert along_u["auc"] > 0.7 and along_u["epsilon_hat"] > 0.5
+    assert abs(along_e1["auc"] - 0.5) < 0.1
+
+
+def test_the_neighbours_differ_in_the_last_example_along_e1():
+    plus, minus = neighbours(10, 50, 0)
+    xi_plus, xi_minus = plus.examples["xi"], minus.examples["xi"]
+    assert torch.equal(xi_plus[:-1], xi_minus[:-1])
+    assert (torch.linalg.vector_norm(xi_plus[:-1], dim=-1) <= 1.0).all()
+    assert torch.equal(direction(plus, minus), torch.eye(10, dtype=torch.float64)[0])
+
+
+def test_chunks_and_repeats_give_what_one_program_gives(monkeypatch):
+    """M3 fitted in chunks of runs equals one program run for run (each run its own seed's
+    generators); M1, fitted on two seeds and repeated, equals N fitted runs."""
+    plus, _ = neighbours(10, 1000, 0)
+    whole = outputs("M3", plus, range(6), 2.0, 1e-5, PARAMS)
+    monkeypatch.setattr(bilevel_leak, "CHUNK_ELEMENTS", 4 * 1000 * 10)  # 4 runs a chunk
+    assert torch.equal(outputs("M3", plus, range(6), 2.0, 1e-5, PARAMS), whole)
+    assert len(whole.unique(dim=0)) == 6
+    repeated = outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS)
+    monkeypatch.setattr(bilevel_leak, "DETERMINISTIC", ("M0",))
+    assert torch.equal(outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS), repeated)
+
+
+# ------------------------------------------------------------------ a two-setting study
+
+SETTINGS = {"settings": [{"d": 2, "n": 100}, {"d": 10, "n": 1000, "runs": 40}], "runs": 60,
+            "epsilons": [0.5, 4], "delta": 1e-5, "params": PARAMS}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("leak")
+    paths = out / "leak.csv", [out / "leak.pdf", out / "leak.png"], out / "claims.json"
+    table = api.leak(SETTINGS, *paths)
+    return table, paths
+
+
+def test_every_setting_has_its_rows(study):
+    table, (csv, figures, _) = study
+    back = pd.read_csv(csv)
+    assert {"d", "n", "runs", "mechanism", "epsilon"} <= set(back.columns)
+    for (d, n), runs in {(2, 100): 60, (10, 1000): 40}.items():
+        rows = back[(back["d"] == d) & (back["n"] == n)]
+        assert sorted(rows["mechanism"]) == ["M0", "M1", "M2", "M3", "M3"]
+        assert set(rows.loc[rows["mechanism"] == "M3", "epsilon"]) == {0.5, 4.0}
+        assert (rows["runs"] == runs).all()
+    assert len(back) == len(table) == 10
+    assert all(path.stat().st_size > 1000 for path in figures)
+
+
+def test_d10_n1000_reconstructs_to_machine_precision_and_m3_keeps_epsilon(study):
+    table = study[0]
+    rows = table[(table["d"] == 10) & (table["n"] == 1000)].set_index("mechanism")
+    exact = rows.loc[["M0", "M1", "M2"]]
+    assert (exact["auc"] == 1.0).all()
+    # n x ulp: 1000 examples of norm <= 1 summed in float64
+    assert (exact["reconstruction_error"] < 1e-12).all()
+    private = rows.loc[["M3"]]
+    assert (private["epsilon_hat"] < private["epsilon"]).all()
+    assert private["reconstruction_error"].isna().all()
+
+
+def test_claims_per_setting_reach_the_claims_table(study):
+    table, (_, _, claims_json) = study
+    claims = json.loads(claims_json.read_text())["claims"]
+    assert claims == leak_claims(table)
+    assert set(claims) == {f"{stem}_d{d}_n{n}" for stem in LEAK_CLAIMS
+                           for d, n in ((2, 100), (10, 1000))}
+    checked = claims_table(load_claims(ROOT / "papers" / "bilevel" / "claims.yaml"), None,
+                           measured=claims).set_index("id")
+    for claim in claims:
+        assert checked.loc[claim, "verdict"] == REPRODUCED, claim
+    assert "d = 10, n = 1000" in checked.loc["leak_exact_auc_d10_n1000", "quantity"]

@@ -15,7 +15,8 @@ from dpminimax.problems import BILEVEL_PROBLEMS, get_bilevel_problem
 from dpminimax.problems.bilevel import ball
 from dpminimax.seeding import make_generator
 
-DIMS = {"pa_linear_response": (3, 5), "pc_ridge_tuning": (1, 5), "pd_leak_example": (2, 2)}
+DIMS = {"pa_linear_response": (3, 5), "pb_group_ridge": (2, 6), "pc_ridge_tuning": (1, 5),
+        "pc_logistic_tuning": (1, 5), "pd_leak_example": (2, 2)}
 
 
 def _setup(name: str, n: int = 40, seed: int = 0):

@@ -64,6 +64,25 @@ def test_epsilon_params_override_params_per_epsilon_and_scale_params_win():
     assert jobs["1"]["clip"] == 2.0  # the smoke scale's clip overrides the epsilon's
 
 
+def test_a_scales_method_params_win_for_that_method_alone():
+    """``scales.<s>.methods.<m>.params`` override the scale's params for method m only (E8's
+    paper scale: d_x up to 32 for the gradient tuners, DP-Grid kept at d_x = 2)."""
+    spec = copy.deepcopy(SPEC)
+    spec["experiments"]["exp"]["scales"]["smoke"]["methods"] = {"dp_sgd": {"params": {
+        "epochs": 3, "lr": 0.25}}}
+    jobs = expand_jobs(spec, "smoke")
+    assert {(j.params["epochs"], j.params["lr"]) for j in jobs if j.method == "dp_sgd"} == {
+        (3, 0.25)}
+    assert {(j.params["epochs"], j.params["lr"]) for j in jobs if j.method == "nonprivate"} == {
+        (1, 1.0)}
+    for override, message in (({"sgdx": {"params": {}}}, "methods.sgdx: not a method"),
+                              ({"nonprivate": {"params": {"clip": 1.0}}},
+                               "methods.nonprivate.params.clip")):
+        spec["experiments"]["exp"]["scales"]["smoke"]["methods"] = override
+        with pytest.raises(ExperimentConfigError, match=message):
+            expand_jobs(spec, "smoke")
+
+
 def test_dataset_override_replaces_datasets_of_the_same_family_only():
     spec = copy.deepcopy(SPEC)
     spec["experiments"]["images"] = {**copy.deepcopy(SPEC["experiments"]["exp"]),

@@ -134,6 +134,12 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
     assert error["dp_aid"] > 1e-8
     assert (root / "results/bilevel/figures/e3_rates/gradient_mapping_collapse.png").exists()
     leak = pd.read_csv(root / "results/bilevel/tables/leak.csv").set_index("mechanism")
+    assert set(zip(leak["d"], leak["n"], strict=True)) == {(2, 100), (10, 1000)}
     assert (leak.loc[["M0", "M1", "M2"], "auc"] == 1.0).all()
+    assert (leak.loc[["M0", "M1", "M2"], "reconstruction_error"] < 1e-12).all()
     assert (leak.loc["M3", "epsilon_hat"] < leak.loc["M3", "epsilon"]).all()
+    claims = pd.read_csv(root / "results/bilevel/tables/claims.csv").set_index("id")
+    for setting in ("d2_n100", "d10_n1000"):  # each leak setting has its three claims
+        assert (claims.filter(regex=f"^leak_.*_{setting}$", axis=0)["verdict"]
+                == "reproduced").sum() == 3
     assert (root / "results/bilevel/figures/e3_rates/gradient_mapping_vs_n.png").exists()

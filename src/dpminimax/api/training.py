@@ -366,20 +366,21 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
 def leak(settings: Mapping[str, Any], csv_out: str | Path, figure_out: Sequence[str | Path],
          claims_out: str | Path) -> pd.DataFrame:
     """The DP bilevel paper's Section 3 leak attack (``leak:`` in its experiments.yaml; spec
-    002 §3.2) on Example 3.1: AUC, empirical epsilon and reconstruction error of M0-M3
-    (:func:`dpminimax.attacks.bilevel_leak.leak_table`) as a table and a figure, and the
-    values its claims read (``{"claims": {id: value}}``, like a paper benchmark's)."""
-    from dpminimax.attacks.bilevel_leak import leak_table
+    002 §3.2) on Example 3.1 at each of its (d, n) settings
+    (:func:`dpminimax.attacks.bilevel_leak.leak_settings`): AUC, empirical epsilon and
+    reconstruction error of M0-M3 (:func:`dpminimax.attacks.bilevel_leak.leak_study`; one row
+    per setting x mechanism x epsilon) as one table and one figure (a row of panels per
+    setting), and the values its claims read, per setting (``{"claims": {id_d<d>_n<n>:
+    value}}``, like a paper benchmark's)."""
+    from dpminimax.attacks.bilevel_leak import leak_settings, leak_study
     from dpminimax.report.bilevel_leak import draw_leak, leak_claims
 
-    table = pd.DataFrame(leak_table(
-        d=int(settings["d"]), n=int(settings["n"]), runs=int(settings["runs"]),
-        epsilons=[float(e) for e in settings["epsilons"]], delta=float(settings["delta"]),
-        seed=int(settings.get("seed", 0)), params=settings.get("params")))
+    table = pd.DataFrame(leak_study(settings))
     with atomic_path(csv_out) as tmp:
         table.to_csv(tmp, index=False)
     draw_leak(table, figure_out)
-    write_json(claims_out, {"claims": leak_claims(table), "settings": dict(settings)})
+    write_json(claims_out, {"claims": leak_claims(table), "settings": dict(settings),
+                            "resolved": leak_settings(settings)})
     return table
 
 

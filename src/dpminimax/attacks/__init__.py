@@ -11,7 +11,7 @@ import importlib
 
 #: Public name -> the submodule that defines it.
 _SUBMODULES = {
-    "leak_table": "bilevel_leak",
+    **dict.fromkeys(("leak_settings", "leak_study", "leak_table"), "bilevel_leak"),
     **dict.fromkeys(("dp_advantage_ceiling", "dp_auc_ceiling", "dp_tpr_ceiling"), "dp_ceiling"),
     **dict.fromkeys(("attack_roc", "loss_threshold_attack"), "membership"),
 }

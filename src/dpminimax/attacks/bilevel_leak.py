@@ -11,6 +11,20 @@ The attacker's statistic is <x_out, u> (M0: larger on S+; M1-M3 aim at -xi_bar: 
 by the ROC, its AUC and the empirical epsilon lower bound with Clopper-Pearson bounds
 (:func:`dpminimax.attacks.lira.epsilon_lower_bound_from_roc`). The reconstruction attack knows
 S without xi_n: xi_n = n grad F(0) - sum_{i<n} xi_i (M0), -n x_out - sum_{i<n} xi_i (M1, M2).
+
+Any dimension d: S+ and S- differ in xi_n alone, by 2 u, so every output's law differs between
+them only through its mean along u (xi_bar moves by 2 u / n; the other d - 1 coordinates are
+shared), and the projection on u = (xi_n^+ - xi_n^-) / ||xi_n^+ - xi_n^-||, taken from the two
+datasets, not from a fixed coordinate, is the likelihood-ratio test for M3's isotropic Gaussian
+noise; the reconstruction is a vector identity. Neither reads d.
+
+A study runs several (d, n) settings (:func:`leak_settings`: spec §7's E1 row asks for d in
+{1, 10}, n in {100, 1000}), one table row per setting x mechanism x epsilon
+(:func:`leak_study`). M0-M2 are deterministic functions of the dataset (exact inner solutions,
+no noise on P-D): each is fitted on two seeds, checked equal, and the output repeated for the N
+runs (what N fitted runs give, without N times the cost). M3 is fitted in chunks of runs
+(:data:`CHUNK_ELEMENTS`): each run draws from its own seed's generators, so a chunked fit gives
+the same outputs as one program, and the per-example tensors (runs x n x d) stay in cache.
 """
 
 from __future__ import annotations
@@ -24,7 +38,6 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.dp_bilevel import BILEVEL_DIAGNOSTICS
 from dpminimax.attacks.lira import epsilon_lower_bound_from_roc
 from dpminimax.metrics.classification import roc_auc
 from dpminimax.problems import FixedSample, LeakExample
@@ -36,6 +49,13 @@ PROBLEM = "pd_leak_example"
 MECHANISMS = {"M1": "np_pen", "M2": "bilevel_naive_outer", "M3": "dp_bilevel"}
 #: The target M2 is calibrated to (its record says epsilon inf: the inner solutions are exact).
 NAIVE_TARGET = 1.0
+#: Mechanisms whose output is a function of the dataset alone (no noise on P-D).
+DETERMINISTIC = ("M0", "M1", "M2")
+#: The most per-example values (runs x n x d) one fitted chunk of runs holds: 2^19 doubles,
+#: 4 MiB (about 50 runs at d = 10, n = 1000; 2.5x faster per run than 1000 runs at once).
+CHUNK_ELEMENTS = 2**19
+#: What one entry of a leak block's ``settings`` may set (the rest is the block's).
+SETTING_KEYS = ("d", "n", "runs")
 #: Which way each mechanism's output moves with xi_n (M0 returns +xi_bar, the rest -xi_bar).
 SIGNS = {"M0": 1.0, "M1": -1.0, "M2": -1.0, "M3": -1.0}
 
@@ -49,27 +69,51 @@ def neighbours(d: int, n: int, seed: int) -> tuple[FixedSample, FixedSample]:
             FixedSample({"xi": torch.cat([base, -target])}))
 
 
+def direction(plus: FixedSample, minus: FixedSample) -> torch.Tensor:
+    """u: the unit vector along which the neighbours differ, (xi_n^+ - xi_n^-) normalised."""
+    gap = plus.examples["xi"][-1] - minus.examples["xi"][-1]
+    return gap / torch.linalg.vector_norm(gap)
+
+
 def outputs(mechanism: str, sample: FixedSample, seeds: Sequence[int], epsilon: float,
             delta: float, params: Mapping[str, Any]) -> torch.Tensor:
     """Each run's output (N, d) of ``mechanism`` on ``sample`` (M0: grad F_S(0); M1-M3: x_out
-    of the method fitted with ``params`` on P-D at ``epsilon``, one run per seed)."""
-    d = sample.examples["xi"].shape[1]
+    of the method fitted with ``params`` on P-D at ``epsilon``, one run per seed). M1, M2 are
+    fitted on two seeds (raising unless both outputs are equal) and repeated N times; M3 in
+    chunks of runs (module docstring)."""
+    n, d = sample.examples["xi"].shape
     if mechanism == "M0":
         problem = LeakExample(d)
         stats = problem.statistics({"xi": sample.examples["xi"].unsqueeze(0)})
         return problem.hypergradient(torch.zeros(1, d, dtype=torch.float64), stats).expand(
             len(seeds), d)
     name = MECHANISMS[mechanism]
-    method = BILEVEL_DIAGNOSTICS[name]() if name in BILEVEL_DIAGNOSTICS else get_method(name)
+    method = get_method(name)
     grid = {"problem": PROBLEM, "d_x": d, "d_y": d, **params}
-    runs = [RunSpec(seed, epsilon, delta, grid) for seed in seeds]
-    return method.fit(sample, runs, torch.device("cpu")).state["x"]
+
+    def fit(chunk: Sequence[int]) -> torch.Tensor:
+        runs = [RunSpec(seed, epsilon, delta, grid) for seed in chunk]
+        return method.fit(sample, runs, torch.device("cpu")).state["x"]
+
+    seeds = list(seeds)
+    if mechanism in DETERMINISTIC:
+        probe = fit(seeds[:2])
+        if not torch.equal(probe[0], probe[-1]):
+            raise RuntimeError(f"{mechanism} ({name}) gave different outputs on seeds "
+                               f"{seeds[:2]}: it is not a function of the dataset alone")
+        return probe[:1].expand(len(seeds), d)
+    size = max(1, CHUNK_ELEMENTS // (n * d))
+    return torch.cat([fit(seeds[i:i + size]) for i in range(0, len(seeds), size)])
 
 
-def distinguish(plus: torch.Tensor, minus: torch.Tensor, sign: float,
-                delta: float) -> dict[str, float]:
-    """AUC and the empirical epsilon lower bound of the test "S+" on sign <x_out, e_1>."""
-    scores = sign * torch.cat([plus[:, 0], minus[:, 0]]).numpy()
+def distinguish(plus: torch.Tensor, minus: torch.Tensor, sign: float, delta: float,
+                u: torch.Tensor | None = None) -> dict[str, float]:
+    """AUC and the empirical epsilon lower bound of the test "S+" on sign <x_out, u> (u: the
+    unit vector the neighbours differ along, :func:`direction`; default e_1)."""
+    if u is None:
+        u = torch.zeros(plus.shape[-1], dtype=plus.dtype)
+        u[0] = 1.0
+    scores = sign * torch.cat([plus @ u, minus @ u]).numpy()
     labels = np.concatenate([np.ones(len(plus), bool), np.zeros(len(minus), bool)])
     return {"auc": float(roc_auc(scores, labels)),
             "epsilon_hat": epsilon_lower_bound_from_roc(scores, labels, delta)}
@@ -87,6 +131,7 @@ def leak_table(d: int, n: int, runs: int, epsilons: Sequence[float], delta: floa
     reconstruction error ||xi_n_hat - xi_n|| (largest over runs and both datasets)."""
     params = dict(params or {})
     plus, minus = neighbours(d, n, seed)
+    u = direction(plus, minus)
     seeds_plus, seeds_minus = range(runs), range(runs, 2 * runs)
     cases = [("M0", math.inf), ("M1", math.inf), ("M2", NAIVE_TARGET),
              *(("M3", epsilon) for epsilon in epsilons)]
@@ -96,7 +141,7 @@ def leak_table(d: int, n: int, runs: int, epsilons: Sequence[float], delta: floa
         out_minus = outputs(mechanism, minus, seeds_minus, target, delta, params)
         row = {"mechanism": mechanism, "epsilon": target if mechanism == "M3" else math.inf,
                "d": d, "n": n, "runs": runs,
-               **distinguish(out_plus, out_minus, SIGNS[mechanism], delta)}
+               **distinguish(out_plus, out_minus, SIGNS[mechanism], delta, u)}
         if mechanism != "M3":
             row["reconstruction_error"] = max(
                 float(torch.linalg.vector_norm(
@@ -104,3 +149,41 @@ def leak_table(d: int, n: int, runs: int, epsilons: Sequence[float], delta: floa
                 ).max()) for out, sample in ((out_plus, plus), (out_minus, minus)))
         rows.append(row)
     return rows
+
+
+def leak_settings(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The (d, n) settings of a ``leak:`` block (its scale already applied), each a full set of
+    :func:`leak_table` arguments: ``settings: [{d, n[, runs]}, ...]`` with the block's
+    ``runs``, ``epsilons``, ``delta``, ``seed`` and ``params`` shared (an entry's ``runs``
+    overrides the block's); a block with top-level ``d`` and ``n`` (the one-setting form) is
+    one setting. Raises on both forms at once, an unknown key or a repeated (d, n)."""
+    if "settings" in block:
+        if "d" in block or "n" in block:
+            raise ValueError("a leak block takes either settings: [{d, n}, ...] or one d and n, "
+                             "not both")
+        entries = list(block["settings"])
+    else:
+        entries = [{"d": block["d"], "n": block["n"]}]
+    if not entries:
+        raise ValueError("a leak block needs at least one (d, n) setting")
+    shared = {"runs": int(block["runs"]), "epsilons": [float(e) for e in block["epsilons"]],
+              "delta": float(block["delta"]), "seed": int(block.get("seed", 0)),
+              "params": dict(block.get("params") or {})}
+    settings, seen = [], set()
+    for entry in entries:
+        unknown = set(entry) - set(SETTING_KEYS)
+        if unknown or not {"d", "n"} <= set(entry):
+            raise ValueError(f"a leak setting takes d, n and optionally runs; got {dict(entry)}")
+        setting = {**shared, **{key: int(value) for key, value in entry.items()}}
+        key = setting["d"], setting["n"]
+        if key in seen:
+            raise ValueError(f"leak setting d = {key[0]}, n = {key[1]} listed twice")
+        seen.add(key)
+        settings.append(setting)
+    return settings
+
+
+def leak_study(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """:func:`leak_table` at every setting of a ``leak:`` block (:func:`leak_settings`), the
+    rows in the order of the settings."""
+    return [row for setting in leak_settings(block) for row in leak_table(**setting)]

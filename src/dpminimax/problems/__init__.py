@@ -9,10 +9,12 @@ from typing import Any
 from dpminimax.problems.base import Block, Constants, Problem
 from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, FixedSample
 from dpminimax.problems.games import BilinearGame, CscGame, QuadraticGame
+from dpminimax.problems.group_ridge import GroupRidgeTuning
 from dpminimax.problems.leak_example import LeakExample
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
 from dpminimax.problems.linear_response import LinearResponseBilevel
 from dpminimax.problems.logistic import LogisticRegression, RidgeLogisticRegression
+from dpminimax.problems.logistic_tuning import LogisticTuning
 from dpminimax.problems.ridge_tuning import RidgeTuning
 from dpminimax.problems.smoothness import LogCoshRegression
 from dpminimax.problems.softplus_game import SoftplusGame
@@ -29,11 +31,13 @@ PROBLEMS: dict[str, type[Problem]] = {
     "g4_csc_game": CscGame,
 }
 
-#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A, P-C (Section 7's ridge tuning) and P-D
-#: (Example 3.1).
+#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A, P-B (group-ridge multi-hyperparameter
+#: tuning), P-C (Section 7's ridge and logistic tuning) and P-D (Example 3.1).
 BILEVEL_PROBLEMS: dict[str, type[BilevelProblem]] = {
     "pa_linear_response": LinearResponseBilevel,
+    "pb_group_ridge": GroupRidgeTuning,
     "pc_ridge_tuning": RidgeTuning,
+    "pc_logistic_tuning": LogisticTuning,
     "pd_leak_example": LeakExample,
 }
 
@@ -60,6 +64,7 @@ def get_bilevel_problem(name: str, **kwargs: Any) -> BilevelProblem:
 
 __all__ = ["BILEVEL_PROBLEMS", "PROBLEMS", "BilevelConstants", "BilevelProblem",
            "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame", "FixedSample",
-           "LeakExample", "LeastSquares", "LinearResponseBilevel", "LogCoshRegression",
-           "LogisticRegression", "Problem", "QuadraticGame", "RidgeLogisticRegression",
-           "RidgeTuning", "SoftplusGame", "get_bilevel_problem", "get_problem"]
+           "GroupRidgeTuning", "LeakExample", "LeastSquares", "LinearResponseBilevel",
+           "LogCoshRegression", "LogisticRegression", "Problem", "QuadraticGame",
+           "RidgeLogisticRegression", "RidgeTuning", "SoftplusGame", "get_bilevel_problem",
+           "get_problem"]

@@ -48,6 +48,19 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Box(Block):
+    """A block whose feasible set is the box [-radius, radius]^dim (the l_inf ball of
+    ``radius``, so it holds the l2 ball of ``radius`` and its points have norm at most
+    radius sqrt(dim)); the projection clips each coordinate."""
+
+    def project(self, value: torch.Tensor) -> torch.Tensor:
+        """Euclidean projection of ``value`` (..., dim) onto the box."""
+        if math.isinf(self.radius):
+            return value
+        return torch.clamp(value, -self.radius, self.radius)
+
+
+@dataclass(frozen=True)
 class Constants:
     """A-priori constants of a problem over its feasible set (spec 003 §1): ``lipschitz`` L
     bounds every per-example gradient norm (all blocks together), ``smoothness`` l, the strong

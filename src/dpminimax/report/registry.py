@@ -190,6 +190,8 @@ FIGURES: dict[str, Drawer] = {
     "tuning_released_test_loss_vs_epsilon": _tuning("excess_test_loss_released",
                                                     "Excess test loss of the released fit"),
     "tuning_omega_vs_epsilon": _tuning("omega_out", "Tuned ω_out"),
+    "tuning_log_omega_gap_vs_epsilon": _tuning(                            # DP bilevel E8
+        "log_omega_gap", "RMS |log10 ω_out,k − log10 ω_best,k|"),
     # DP-DRO (spec 004 §7): Figs. 1-3, curves over training at ε = 1, SCDRO dashed
     "dro_gradient_norm_curves": lambda table, req: draw_curves(            # DP-DRO Fig. 1
         table, "dro_gradient_norm_curves", list(req.out_paths)),

@@ -67,7 +67,7 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
     "dp_bilevel_pp": ("Alg. 1 (A1-OP), outer step as post-processing (σ = 0)", "#56B4E9", "s"),
     "sec7_paper_sign": ("Section 7 as printed: sign flipped (A10, non-private)", "#B00020",
                         "x"),
-    "dp_grid": ("DP-Grid (10 candidates, report-noisy-min)", "#009E73", "^"),
+    "dp_grid": ("DP-Grid (OP fits, report-noisy-min)", "#D55E00", "^"),
     "fixed_omega": ("Fixed ω = ω_min, OP fit", "#E69F00", "v"),
     "np_grid": ("Grid search (non-private)", "#999999", "^"),
     "dp_sgd": ("DP-SGD", "#56B4E9", "v"),
