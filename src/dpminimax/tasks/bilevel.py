@@ -44,11 +44,26 @@ class BilevelOptimization(Task):
         problem = method.problem(fit.resolved_params[0])
         if len(fit.samples) != len(fit.runs):
             raise ValueError(f"method {method.name!r}: its program kept no training samples")
-        # run by run: the runs of one job may differ in n (api.fit_by_shared joins the groups)
-        each = [problem.statistics(stack_examples([sample])) for sample in fit.samples]
-        stats = {key: torch.cat([one[key] for one in each]) for key in each[0]}
-        x = fit.state["x"].to(problem.dtype)
-        eta, lam = (torch.tensor([float(p[key]) for p in fit.resolved_params],
+        rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
+        # the runs of one job may differ in n (api.fit_by_shared joins the groups), and a
+        # problem's statistics may be its examples (P-C logistic): runs grouped by n
+        groups: dict[int, list[int]] = {}
+        for r, sample in enumerate(fit.samples):
+            groups.setdefault(len(next(iter(sample.values()))), []).append(r)
+        for members in groups.values():
+            each = [problem.statistics(stack_examples([fit.samples[r]])) for r in members]
+            stats = {key: torch.cat([one[key] for one in each]) for key in each[0]}
+            found = self._measure(problem, fit, members, stats)
+            for r, values in zip(members, found, strict=True):
+                rows[r] |= values
+        return rows
+
+    @staticmethod
+    def _measure(problem, fit: FitResult, members: list[int],
+                 stats: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
+        """The metrics of runs ``members`` (one n), whose samples' statistics are ``stats``."""
+        x = fit.state["x"][members].to(problem.dtype)
+        eta, lam = (torch.tensor([float(fit.resolved_params[r][key]) for r in members],
                                  dtype=problem.dtype, device=x.device) for key in ("eta", "lam"))
         gradient = problem.hypergradient(x, stats)
         metrics = {
@@ -58,12 +73,11 @@ class BilevelOptimization(Task):
         }
         for rule in ("last", "random"):  # the output-rule ablation (E9)
             if f"x_{rule}" in fit.state:
-                other = fit.state[f"x_{rule}"].to(problem.dtype)
+                other = fit.state[f"x_{rule}"][members].to(problem.dtype)
                 metrics[f"gradient_mapping_norm_{rule}"] = problem.gradient_mapping(
                     other, problem.hypergradient(other, stats), eta)
         norms = {key: torch.linalg.vector_norm(value, dim=-1) for key, value in metrics.items()}
         objective = problem.hyperobjective(x, stats)
-        rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
         tuning = problem.tuning_metrics(x, stats)
         population = problem.population_statistics()
         if population is not None:  # Thm. 6.1: the same point measured on F_P
@@ -71,12 +85,11 @@ class BilevelOptimization(Task):
                      for key, value in population.items()}
             norms["population_gradient_mapping_norm"] = torch.linalg.vector_norm(
                 problem.gradient_mapping(x, problem.hypergradient(x, every), eta), dim=-1)
-        for r, row in enumerate(rows):
-            row |= {key: float(value[r]) for key, value in norms.items()}
+        rows = []
+        for r in range(len(members)):
+            row = {key: float(value[r]) for key, value in norms.items()}
             row |= {key: float(value[r]) for key, value in tuning.items()}
             row["hyperobjective"] = float(objective[r])
             row |= {"d_x": problem.x.dim, "d_y": problem.y.dim}
+            rows.append(row)
         return rows
-
-
-BILEVEL_OPTIMIZATION = BilevelOptimization()
