@@ -93,3 +93,6 @@ class BilevelOptimization(Task):
             row |= {"d_x": problem.x.dim, "d_y": problem.y.dim}
             rows.append(row)
         return rows
+
+
+BILEVEL_OPTIMIZATION = BilevelOptimization()
