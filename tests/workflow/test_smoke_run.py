@@ -124,7 +124,11 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
     assert (root / "results/racodp/bench/table2.json").exists()
 
     bilevel = pd.read_parquet(root / "results/bilevel/runs.parquet")  # DP bilevel, P-A
-    assert set(bilevel["method"]) == {"dp_bilevel", "dp_aid", "np_pen", "np_aid"}
+    assert set(bilevel["method"]) == {"dp_bilevel", "dp_aid", "np_pen", "np_aid", "bilevel_d1",
+                                      "bilevel_d2"}
+    diagnostics = bilevel[bilevel["method"].isin(["bilevel_d1", "bilevel_d2"])]
+    assert not diagnostics["guarantee_covered"].any()  # D1 / D2 say they are not private
+    assert (diagnostics["epsilon_spent"] == float("inf")).all()
     private = bilevel[bilevel["method"].isin(["dp_bilevel", "dp_aid"])]
     assert (private["epsilon_spent"] <= private["epsilon"] * (1 + 1e-9)).all()
     alg1 = bilevel[bilevel["method"] == "dp_bilevel"]
