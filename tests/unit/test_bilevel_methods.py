@@ -397,3 +397,62 @@ def test_loc_sgd_nearly_noiseless_finds_the_inner_solutions():
               "batch_out": 2000}
     fit = method.fit(None, [RunSpec(seed, 1e5, DELTA, params) for seed in range(3)], CPU)
     assert max(c["inner_error_max"] for c in fit.counters) < 0.01
+
+
+def test_warm_start_plans_as_a1_locgd_and_starts_from_the_previous_release():
+    """A7: the same releases and epsilon as A1-LocGD; the first DP-Loc-GD call starts at y0 = 0
+    with the cold radii, each later call at the previous release with R_0 = R_M + Lip
+    ||x_t - x_{t-1}|| (R_M the schedule's error bound, Lip = L1g / mu_g for y*, 4 L1g / mu_g
+    for y^lambda) and the later radii of §2.7c from it; output perturbation refuses it."""
+    from dpminimax.algorithms import dp_bilevel
+    from dpminimax.algorithms.bilevel_inner import localized_radii
+
+    params = {"n": 200, "outer_steps": 3, "inner_steps": 20}
+    cold, warm = get_method("dp_bilevel_locgd"), get_method("dp_bilevel_locgd_warm")
+    runs = _runs("dp_bilevel_locgd_warm", 2.0, seeds=(0, 1), **params)
+    cold_plan, plan = cold.plan(runs[0], 200), warm.plan(runs[0], 200)
+    assert cold_plan.releases == plan.releases
+    assert cold_plan.record["epsilon"] == plan.record["epsilon"]
+    calls, original = [], dp_bilevel._WarmStart.start
+
+    def start(self, name, x, y0, radii):
+        chosen = original(self, name, x, y0, radii)
+        calls.append((name, x.clone(), *chosen))
+        return chosen
+
+    loc_gd_outputs, loc_gd = [], dp_bilevel.loc_gd
+
+    def solve(*args):
+        loc_gd_outputs.append(loc_gd(*args))
+        return loc_gd_outputs[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dp_bilevel._WarmStart, "start", start)
+        patch.setattr(dp_bilevel, "loc_gd", solve)
+        warm.fit(None, runs, CPU)
+    problem = warm.problem(warm.resolve(runs[0].params))
+    c = problem.constants
+    resolved = warm.resolve(runs[0].params) | {"lam": plan.values["lam"],
+                                                "outer_steps": plan.values["outer_steps"]}
+    schedules = dp_bilevel.inner_schedules(problem, resolved, 200, 2.0,
+                                           plan.values["rho_per_mechanism"])
+    subs = dp_bilevel.subproblems(c, float(resolved["lam"]))
+    assert [call[0] for call in calls] == ["y", "y_lambda"] * 3
+    for k, (name, x, y0, radii) in enumerate(calls):
+        if k < 2:  # the first step: y0 = 0 and the planned radii
+            assert bool((y0 == 0).all())
+            assert radii[0].tolist() == pytest.approx(list(schedules[name].radii))
+            continue
+        assert torch.equal(y0, loc_gd_outputs[k - 2])  # the previous release of the same name
+        lipschitz = (1 if name == "y" else 4) * c.l1g / c.mu_g
+        moved = torch.linalg.vector_norm(x - calls[k - 2][1], dim=-1)
+        for r in range(len(runs)):
+            first = schedules[name].error_bound + lipschitz * float(moved[r])
+            expected = localized_radii(subs[name], 200, problem.y.dim, 0.05 / 12,
+                                       schedules[name].rounds, schedules[name].steps,
+                                       schedules[name].multiplier, first)[:-1]
+            assert radii[r].tolist() == pytest.approx(list(expected))
+    op_warm = type("OpWarm", (dp_bilevel.DpBilevel,), {
+        "name": "op_warm", "fixed": {**dp_bilevel.DpBilevel.fixed, "warm_start": True}})
+    with pytest.raises(ValueError, match="warm start"):
+        op_warm().plan(RunSpec(0, 2.0, DELTA, {**SMALL, **params}), 200)

@@ -70,6 +70,12 @@ def modulus_shrink(constants: BilevelConstants, name: str, modulus: torch.Tensor
     return (lam * c.mu_g - c.l1f) / (lam * modulus - c.l1f)
 
 
+def solution_lipschitz(constants: BilevelConstants, name: str) -> float:
+    """How fast subproblem ``name``'s solution moves with x: y*(.) is L1g / mu_g-Lipschitz,
+    y^lambda(.) 4 L1g / mu_g-Lipschitz (Lemma 8.4)."""
+    return (1.0 if name == "y" else 4.0) * constants.l1g / constants.mu_g
+
+
 @dataclass(frozen=True)
 class LocGdSchedule:
     """Algorithm 2's data-independent schedule: ``rounds`` M, ``steps`` T_GD per round, the
@@ -97,15 +103,23 @@ def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call:
     if steps is None:
         steps = max(100, math.ceil(2 * n * n * rho * (1 + math.log(n)) / (rounds * d_y)))
     multiplier = math.sqrt(rounds * steps / (2.0 * rho))
+    radii = localized_radii(sub, n, d_y, gamma, rounds, steps, multiplier, sub.radius)
+    return LocGdSchedule(rounds, steps, multiplier, radii[:-1], radii[-1])
+
+
+def localized_radii(sub: Subproblem, n: int, d_y: int, gamma: float, rounds: int, steps: int,
+                    multiplier: float, first: float) -> tuple[float, ...]:
+    """R_0 = ``first``, R_1..R_M of §2.7c (full batch: K_m = 2 R_m sigma_GD), sigma_GD =
+    (2 L / n) ``multiplier``; R_M bounds the output's error with probability 1 - gamma."""
     sigma = 2.0 * sub.lipschitz / n * multiplier
     noise = sigma ** 2 * (math.sqrt(d_y) + math.sqrt(2 * math.log(4 * rounds * steps / gamma))
                           ) ** 2
-    radii = [sub.radius]
+    radii = [first]
     for _ in range(rounds):
         gap = (2.0 * radii[-1] * sigma * math.sqrt(2 * math.log(4 * rounds / gamma) / steps)
                + (1 + math.log(steps)) / (sub.mu * steps) * (sub.lipschitz ** 2 + noise))
         radii.append(math.sqrt(2.0 * gap / sub.mu))
-    return LocGdSchedule(rounds, steps, multiplier, tuple(radii[:-1]), radii[-1])
+    return tuple(radii)
 
 
 def project_ball(value: torch.Tensor, center: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:

@@ -47,8 +47,10 @@ from dpminimax.algorithms.bilevel_inner import (
     Subproblem,
     loc_gd,
     loc_gd_schedule,
+    localized_radii,
     modulus_shrink,
     project_ball,
+    solution_lipschitz,
     subproblems,
 )
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
@@ -136,10 +138,12 @@ class DpBilevel(Method):
     #: outer vector reads no data, the budget split over the inner calls, spec §4.3 / A14),
     #: outer vector (penalty: Eq. (3) at the inner solutions; aid: Eq. (1) at the released y~,
     #: no y~l, spec §6.2's DP-AID, exact for NP-AID),
-    #: DP-Loc-GD's rounds M (0: A8's M) and the step's sign (-1: descent, line 5; +1: the
-    #: ascent of Section 7's closed form as printed, A10).
+    #: DP-Loc-GD's rounds M (0: A8's M), the step's sign (-1: descent, line 5; +1: the
+    #: ascent of Section 7's closed form as printed, A10) and whether DP-Loc-GD starts each
+    #: call from the previous release (A7's warm start) instead of y0.
     fixed: ClassVar[dict[str, Any]] = {"inner": "op", "outer": "full", "gradient": "penalty",
-                                       "inner_rounds": 0, "step_sign": -1}
+                                       "inner_rounds": 0, "step_sign": -1,
+                                       "warm_start": False}
 
     @staticmethod
     def problem(params: dict[str, Any]) -> BilevelProblem:
@@ -163,6 +167,9 @@ class DpBilevel(Method):
         if lam < constants.lambda_min:
             raise ValueError(f"method {self.name!r}: lam = {lam:g} is below the smallest "
                              f"penalty the lemmas allow (A5): {constants.lambda_min:g}")
+        if params["warm_start"] and params["inner"] not in ("loc_gd", "loc_sgd"):
+            raise ValueError(f"method {self.name!r}: a warm start (A7) needs DP-Loc-GD inner "
+                             f"calls, not {params['inner']!r}")
         public, aid = params["outer"] == "public", params["gradient"] == "aid"
         if public and not problem.outer_is_public:
             raise ValueError(f"method {self.name!r}: problem {params['problem']!r} has an outer "
@@ -252,6 +259,19 @@ class DpBilevelLocGd(DpBilevel):
     name: ClassVar[str] = "dp_bilevel_locgd"
     label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-Loc-GD inner solver (A1-LocGD)"
     fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "inner": "loc_gd"}
+
+
+class DpBilevelLocGdWarm(DpBilevelLocGd):
+    """A1-LocGD with A7's warm start (spec §8, an ablation): each DP-Loc-GD call after the
+    first starts from the previous call's release (post-processing) with R_0 = R_M + Lip
+    ||x_t - x_{t-1}||, R_M the previous call's high-probability error bound (§2.7c) and Lip
+    that of the solution map (y*: L1g / mu_g; y^lambda: 4 L1g / mu_g, Lemma 8.4); the later
+    radii follow §2.7c from it. The noise and the privacy plan are A1-LocGD's: the radii and
+    the start are public functions of released values."""
+
+    name: ClassVar[str] = "dp_bilevel_locgd_warm"
+    label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-Loc-GD, warm-started (A7)"
+    fixed: ClassVar[dict[str, Any]] = {**DpBilevelLocGd.fixed, "warm_start": True}
 
 
 class DpBilevelGd(DpBilevelLocGd):
@@ -414,6 +434,39 @@ def multiplier(rho: float) -> float:
     return 1.0 / math.sqrt(2.0 * rho) if rho > 0 else 0.0
 
 
+class _WarmStart:
+    """A7's warm start for R runs (:class:`DpBilevelLocGdWarm`): the previous call's release
+    and x per subproblem, and the radii of a call started there."""
+
+    def __init__(self, problem: BilevelProblem, subs: Sequence[dict[str, Subproblem]],
+                 schedules: Sequence[dict[str, LocGdSchedule]], n: int, steps: int,
+                 resolved: Sequence[dict[str, Any]], device: torch.device) -> None:
+        self.problem, self.subs, self.schedules, self.n = problem, subs, schedules, n
+        self.gammas = [float(p["gamma"]) / (4 * steps) for p in resolved]
+        self.device = device
+        self.previous: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def start(self, name: str, x: torch.Tensor, cold: torch.Tensor, radii: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(y0, radii) of this call: the cold ones on the first call, else the previous
+        release with R_0 = R_M + Lip ||x - x_prev||."""
+        if name not in self.previous:
+            return cold, radii
+        released, x_prev = self.previous[name]
+        lipschitz = solution_lipschitz(self.problem.constants, name)
+        moved = torch.linalg.vector_norm(x - x_prev, dim=-1).tolist()
+        warm = [localized_radii(subs[name], self.n, self.problem.y.dim, gamma,
+                                schedule[name].rounds, schedule[name].steps,
+                                schedule[name].multiplier,
+                                schedule[name].error_bound + lipschitz * step)[:-1]
+                for subs, schedule, gamma, step in zip(self.subs, self.schedules,
+                                                       self.gammas, moved, strict=True)]
+        return released, torch.tensor(warm, dtype=radii.dtype, device=self.device)
+
+    def remember(self, name: str, x: torch.Tensor, released: torch.Tensor) -> None:
+        self.previous[name] = (released, x)
+
+
 class BilevelProgram:
     """R runs of Alg. 1 (module docstring); one :meth:`step` is one outer iteration. ``state``
     is the output x_{t_out}; ``counters`` are each run's largest inner errors and bias
@@ -462,6 +515,7 @@ class BilevelProgram:
                                         for plan in plans], device)
         self.inner_sampling = [make_generator(run.seed, "poisson_inner", device)
                                for run in runs]
+        self.warm: _WarmStart | None = None
         if self.inner in ("loc_gd", "loc_sgd"):
             schedules = [inner_schedules(problem, p, self.n, run.epsilon,
                                          plan.values["rho_per_mechanism"])
@@ -475,6 +529,8 @@ class BilevelProgram:
             self.radii = {name: torch.tensor([s[name].radii for s in schedules],
                                              dtype=problem.dtype, device=device)
                           for name in SUBPROBLEMS}
+            self.warm = _WarmStart(problem, subs, schedules, self.n, self.steps, resolved,
+                                   device) if first["warm_start"] else None
         runs_count = len(runs)
         self.x = torch.zeros(runs_count, problem.x.dim, dtype=problem.dtype, device=device)
         self.x_out, self.x_random = self.x.clone(), self.x.clone()
@@ -522,14 +578,20 @@ class BilevelProgram:
         release, noise = self.releases[f"inner_{name}"], self.noise[f"inner_{name}"]
         if self.inner in ("loc_gd", "loc_sgd"):
             start = x.new_zeros(len(x), self.model.y.dim)  # y0 = 0, the centre of Y
+            radii = self.radii[name]
+            if self.warm is not None:
+                start, radii = self.warm.start(name, x, start, radii)
             sampler = None
             if self.inner == "loc_sgd" and bool((self.inner_rate < 1.0).any()):
                 def sampler():
                     return poisson_batches(self.n, self.inner_rate.tolist(),
                                            self.inner_sampling, x.device)
-            return loc_gd(self._example_grads(name, x), start, self.mu[name], self.clip[name],
-                          self.radii[name], self.inner_steps[name], release, noise,
-                          sampler, self.inner_rate * self.n)
+            released = loc_gd(self._example_grads(name, x), start, self.mu[name],
+                              self.clip[name], radii, self.inner_steps[name], release, noise,
+                              sampler, self.inner_rate * self.n)
+            if self.warm is not None:
+                self.warm.remember(name, x, released)
+            return released
         exact = (self.model.inner_solution(x, self.stats) if name == "y"
                  else self.model.penalty_solution(x, self.lam, self.stats))
         return self.shrunk(release, name, x).perturb(exact, noise)

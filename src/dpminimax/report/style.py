@@ -55,6 +55,8 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
     "dp_bilevel": ("DP bilevel, Alg. 1 + output perturbation (A1-OP)", "#0072B2", "o"),
     "dp_bilevel_locgd": ("DP bilevel, Alg. 1 + DP-Loc-GD (A1-LocGD)", "#D55E00", "s"),
     "dp_bilevel_gd": ("DP bilevel, Alg. 1 + DP-GD, M = 1 (A1-GD)", "#CC79A7", "^"),
+    "dp_bilevel_locgd_warm": ("DP bilevel, Alg. 1 + DP-Loc-GD, warm start (A7)", "#009E73",
+                              "D"),
     "np_pen": ("Penalty method, exact inner (NP-Pen, non-private)", "#222222", "d"),
     "np_aid": ("Exact hypergradient descent (NP-AID, non-private)", "#666666", "*"),
     "dp_bilevel_minibatch": ("DP bilevel, Alg. 3: Poisson mini-batch outer (A3-OP)", "#E69F00",
