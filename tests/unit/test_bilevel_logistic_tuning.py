@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from fit_stability import largest_fit_change
 from scipy.optimize import minimize
 
 from dpminimax.algorithms import get_method
@@ -142,22 +143,28 @@ def _third(z: torch.Tensor) -> float:
     return float(s * (1 - s) * (1 - 2 * s))
 
 
-def test_replacing_an_example_moves_the_inner_fit_within_its_op_sensitivity():
-    """Output perturbation's replace-one sensitivity 2 l0g_y / (omega n) (split weight 2)."""
-    problem = _problem()
-    n = 400
-    examples, stats = _stats(problem, n, seeds=(0,))
+def test_replacing_an_example_moves_the_fits_within_their_op_sensitivities():
+    """Output perturbation's replace-one sensitivities: 2 l0g_y / (omega n) for y* and
+    2 (l0f_y + lambda l0g_y) / ((lambda omega - L1f) n) for y^lambda (split weight 2), against
+    a training and a validation example replaced by an extreme one (||a|| = 1 against the
+    fit, either label)."""
+    problem, n, lam = _problem(), 400, LAM
+    examples = problem.sample(n, make_generator(0, "data"))
     c = problem.constants
+    lam_t = torch.tensor([lam], dtype=torch.float64)
     for omega in (0.001, 0.01, 0.1):
         x = _points(problem, omega)
-        before = problem.inner_solution(x, stats)
-        direction = torch.nn.functional.normalize(before, dim=-1)[0]
-        moved = {k: v.clone() for k, v in examples.items()}
-        moved["a"][0, 0], moved["b"][0, 0] = -direction, 1.0
-        after = problem.inner_solution(x, problem.statistics(moved))
-        change = float(torch.linalg.vector_norm(after - before))
-        assert change <= 2 * c.l0g_y / (omega * n)
-        assert change > 0
+        stats = problem.statistics(stack_examples([examples]))
+        bounds = {"y": 2 * c.l0g_y / (omega * n),
+                  "y_lambda": 2 * (c.l0f_y + lam * c.l0g_y) / ((lam * omega - c.l1f) * n)}
+        fits = {"y": problem.inner_solution(x, stats),
+                "y_lambda": problem.penalty_solution(x, lam_t, stats)}
+        for name, bound in bounds.items():
+            direction = torch.nn.functional.normalize(fits[name], dim=-1)[0]
+            extremes = [(sign * direction, label) for sign in (-1.0, 1.0)
+                        for label in (-1.0, 1.0)]
+            change = largest_fit_change(problem, examples, x, lam_t, name, extremes, (0, n - 1))
+            assert 0 < change <= bound, (name, omega, change, bound)
 
 
 def _fit(name: str, target: float, seeds=(0, 1, 2, 3), **params):
