@@ -80,8 +80,8 @@ class LinearResponseBilevel(BilevelProblem):
             if block == "x":
                 return (self.rho * self._psi_grad(x)).unsqueeze(1).expand(-1, s.shape[1], -1)
             return y.unsqueeze(1) - examples["v"]
-        if block == "x":
-            return -self.a * (s * y.unsqueeze(1)) @ self.m0
+        if block == "x":  # -a (s_i * y) M0 for every i: one batched product with diag(y) M0
+            return -self.a * torch.bmm(s, y.unsqueeze(-1) * self.m0)
         return y.unsqueeze(1) - self.a * s * (x @ self.m0.T).unsqueeze(1) - examples["u"]
 
     def population_statistics(self) -> Stats:
