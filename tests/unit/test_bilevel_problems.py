@@ -92,6 +92,24 @@ def test_gradients_and_penalty_quantities_match_autograd(name):
 
 
 @pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
+def test_per_example_penalty_term_matches_autograd(name):
+    """Eq. (3)'s lambda (grad_x g(x, y~l; xi) - grad_x g(x, y~; xi)) per example, whatever
+    shortcut a problem takes, at two runs with their own lambda and points."""
+    problem, sample, examples, _, x = _setup(name)
+    runs = {k: v.expand(2, *v.shape[1:]) for k, v in examples.items()}
+    x2 = torch.cat([x, -0.5 * x])
+    y_lambda, y = (problem.y.radius * 0.5 * ball(2, problem.y.dim, make_generator(s, "y"),
+                                                 torch.float64) for s in (2, 3))
+    lam = torch.tensor([7.0, 30.0], dtype=torch.float64)
+    grad_x = torch.func.vmap(torch.func.grad(functools.partial(problem.example_loss, "g")),
+                             in_dims=(None, None, 0))
+    for r in range(2):
+        expected = lam[r] * (grad_x(x2[r], y_lambda[r], sample) - grad_x(x2[r], y[r], sample))
+        torch.testing.assert_close(
+            problem.per_example_penalty_x(x2, y_lambda, y, lam, runs)[r], expected)
+
+
+@pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
 def test_constants_bound_sampled_gradients_and_y_holds_the_inner_solutions(name):
     problem, sample, examples, stats, _ = _setup(name, n=200)
     c = problem.constants

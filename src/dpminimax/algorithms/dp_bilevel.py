@@ -613,9 +613,8 @@ class BilevelProgram:
             index, mask = poisson_batches(self.n, self.rate.tolist(), self.sampling,
                                           x.device)
             examples = take_batch(examples, index)
-        vectors = problem.per_example_grad("f", "x", x, y_lambda, examples) + self.lam.view(
-            -1, 1, 1) * (problem.per_example_grad("g", "x", x, y_lambda, examples)
-                         - problem.per_example_grad("g", "x", x, y, examples))
+        vectors = (problem.per_example_grad("f", "x", x, y_lambda, examples)
+                   + problem.per_example_penalty_x(x, y_lambda, y, self.lam, examples))
         return clipped_sum(vectors, self.outer_clip, mask)
 
     def step(self) -> None:

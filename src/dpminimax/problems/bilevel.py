@@ -125,6 +125,14 @@ class BilevelProblem(ABC):
                          examples: Examples) -> torch.Tensor:
         """The gradient in ``block`` of every example's f or g, (R, n, dim)."""
 
+    def per_example_penalty_x(self, x: torch.Tensor, y_lambda: torch.Tensor, y: torch.Tensor,
+                              lam: torch.Tensor, examples: Examples) -> torch.Tensor:
+        """Eq. (3)'s penalty term lambda (grad_x g(x, y~l; xi) - grad_x g(x, y~; xi)) for every
+        example (R, n, d_x), ``lam`` (R,). Problems whose grad_x g is linear in y override
+        this with one evaluation at lambda (y~l - y~)."""
+        return lam.view(-1, 1, 1) * (self.per_example_grad("g", "x", x, y_lambda, examples)
+                                     - self.per_example_grad("g", "x", x, y, examples))
+
     @abstractmethod
     def statistics(self, examples: Examples) -> Stats:
         """The sufficient statistics (R, ...) of the runs' samples (R, n, ...)."""

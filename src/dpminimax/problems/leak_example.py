@@ -49,6 +49,11 @@ class LeakExample(BilevelProblem):
             return (x + y).unsqueeze(1).expand_as(xi)
         return torch.zeros_like(xi) if block == "x" else y.unsqueeze(1) - xi
 
+    def per_example_penalty_x(self, x: torch.Tensor, y_lambda: torch.Tensor, y: torch.Tensor,
+                              lam: torch.Tensor, examples: Examples) -> torch.Tensor:
+        """grad_x g = 0."""
+        return self.per_example_grad("g", "x", x, y, examples)
+
     def statistics(self, examples: Examples) -> Stats:
         return {"xi": examples["xi"].mean(1)}
 

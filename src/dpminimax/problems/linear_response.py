@@ -81,8 +81,13 @@ class LinearResponseBilevel(BilevelProblem):
                 return (self.rho * self._psi_grad(x)).unsqueeze(1).expand(-1, s.shape[1], -1)
             return y.unsqueeze(1) - examples["v"]
         if block == "x":  # -a (s_i * y) M0 for every i: one batched product with diag(y) M0
-            return -self.a * torch.bmm(s, y.unsqueeze(-1) * self.m0)
+            return torch.bmm(s, (-self.a * y).unsqueeze(-1) * self.m0)
         return y.unsqueeze(1) - self.a * s * (x @ self.m0.T).unsqueeze(1) - examples["u"]
+
+    def per_example_penalty_x(self, x: torch.Tensor, y_lambda: torch.Tensor, y: torch.Tensor,
+                              lam: torch.Tensor, examples: Examples) -> torch.Tensor:
+        """grad_x g = -A(s)^T y is linear in y: one product at lambda (y~l - y~)."""
+        return self.per_example_grad("g", "x", x, lam.unsqueeze(-1) * (y_lambda - y), examples)
 
     def population_statistics(self) -> Stats:
         """E s = 1 / 2; E u = u0 + E[Proj(w) - w] and E ||v||^2 = ||v0||^2 + 1 / 4 +
