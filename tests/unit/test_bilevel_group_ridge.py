@@ -13,7 +13,7 @@ import math
 import pandas as pd
 import pytest
 import torch
-from fit_stability import largest_fit_change
+from fit_stability import largest_fit_changes, op_sensitivities
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
@@ -274,30 +274,21 @@ def test_inner_fits_move_at_most_their_release_sensitivity_on_neighbours():
     resolved = method.resolve(params)
     program = method.program(None, [run], [resolved], resolved, [method.plan(run, n)], CPU)
     problem = program.model
-    c = problem.constants
     lam_t = torch.tensor([lam], dtype=F64)
     examples = problem.sample(n, make_generator(3, "data"))
-    stats = problem.statistics(stack_examples([examples]))
     randoms = _extreme_examples(problem, 6, 11)
+    randoms = [(randoms["a"][j], randoms["b"][j]) for j in range(6)]
     for x in (_corners(problem)[[0, 3, 7]], _box_points(problem, 2, seed=12)):
         for point in x:
             xr = point.unsqueeze(0)
-            modulus = float(problem.lower_modulus(xr))
-            derived = {"y": 2 * c.l0g_y / (modulus * n),
-                       "y_lambda": 2 * (c.l0f_y + lam * c.l0g_y) / ((lam * modulus - c.l1f)
-                                                                    * n)}
-            solutions = {"y": problem.inner_solution(xr, stats),
-                         "y_lambda": problem.penalty_solution(xr, lam_t, stats)}
+            # a training and a validation example
+            changes = largest_fit_changes(problem, examples, xr, lam_t, (0, n - 1), randoms)
+            derived = op_sensitivities(problem.constants, float(problem.lower_modulus(xr)),
+                                       lam, n)
             for name, value in derived.items():
                 shrunk = program.shrunk(program.releases[f"inner_{name}"], name, xr)
                 assert shrunk.releases[0].sensitivity == pytest.approx(value, rel=1e-12)
-                direction = solutions[name][0] / torch.linalg.vector_norm(solutions[name])
-                replacements = [(-sign * direction, sign) for sign in (-1.0, 1.0)]
-                replacements += [(randoms["a"][j], randoms["b"][j]) for j in range(6)]
-                # a training and a validation example
-                change = largest_fit_change(problem, examples, xr, lam_t, name, replacements,
-                                            (0, n - 1))
-                assert change <= value, (name, point, change, value)
+                assert changes[name] <= value, (name, point, changes[name], value)
 
 
 def test_dp_aid_sensitivity_bounds_the_change_of_eq_1_at_a_fixed_y():

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from fit_stability import largest_fit_change
+from fit_stability import largest_fit_changes, op_sensitivities
 from scipy.optimize import minimize
 
 from dpminimax.algorithms import get_method
@@ -150,21 +150,12 @@ def test_replacing_an_example_moves_the_fits_within_their_op_sensitivities():
     fit, either label)."""
     problem, n, lam = _problem(), 400, LAM
     examples = problem.sample(n, make_generator(0, "data"))
-    c = problem.constants
     lam_t = torch.tensor([lam], dtype=torch.float64)
     for omega in (0.001, 0.01, 0.1):
-        x = _points(problem, omega)
-        stats = problem.statistics(stack_examples([examples]))
-        bounds = {"y": 2 * c.l0g_y / (omega * n),
-                  "y_lambda": 2 * (c.l0f_y + lam * c.l0g_y) / ((lam * omega - c.l1f) * n)}
-        fits = {"y": problem.inner_solution(x, stats),
-                "y_lambda": problem.penalty_solution(x, lam_t, stats)}
-        for name, bound in bounds.items():
-            direction = torch.nn.functional.normalize(fits[name], dim=-1)[0]
-            extremes = [(sign * direction, label) for sign in (-1.0, 1.0)
-                        for label in (-1.0, 1.0)]
-            change = largest_fit_change(problem, examples, x, lam_t, name, extremes, (0, n - 1))
-            assert 0 < change <= bound, (name, omega, change, bound)
+        changes = largest_fit_changes(problem, examples, _points(problem, omega), lam_t,
+                                      (0, n - 1))
+        for name, bound in op_sensitivities(problem.constants, omega, lam, n).items():
+            assert 0 < changes[name] <= bound, (name, omega, changes[name], bound)
 
 
 def _fit(name: str, target: float, seeds=(0, 1, 2, 3), **params):
