@@ -25,12 +25,13 @@ from collections import defaultdict
 import numpy as np
 import pytest
 import torch
+from release_spy import ReleaseSpy
 from toydata import toy_dataset
 
 from dpminimax.algorithms import METHODS, get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.privacy import epsilon
-from dpminimax.privacy.release import BatchedRelease, release_counts, releases_of
+from dpminimax.privacy.release import release_counts, releases_of
 
 N, TARGET, DELTA, SEEDS = 64, 4.0, 1e-5, (0, 1, 2, 3)
 DRO = {"epochs": 2, "model": "logistic_regression", "anchor_batch_size": 32, "period": 3,
@@ -89,31 +90,17 @@ def runs_of(name: str, seeds=SEEDS) -> list[RunSpec]:
     return [RunSpec(seed, target, DELTA, tiny_params(name)) for seed in seeds]
 
 
-class PerturbSpy:
-    """Records every ``BatchedRelease.perturb`` call: the releases, the sums and the output;
-    and every report-noisy-min (``select_min``) call with output None (its noise is not
-    observable in the index it releases: test_report_noisy_min checks the index's law)."""
-
-    def __init__(self, monkeypatch) -> None:
-        self.calls = []
-        original, original_select = BatchedRelease.perturb, BatchedRelease.select_min
-
-        def perturb(release, summed, generators):
-            out = original(release, summed, generators)
-            self.calls.append((release.releases, _tensors(summed), _tensors(out)))
-            return out
-
-        def select_min(release, scores, generators):
-            self.calls.append((release.releases, _tensors(scores), None))
-            return original_select(release, scores, generators)
-
-        monkeypatch.setattr(BatchedRelease, "perturb", perturb)
-        monkeypatch.setattr(BatchedRelease, "select_min", select_min)
-
-
 def _tensors(value) -> dict[str, torch.Tensor]:
     items = value.items() if isinstance(value, dict) else [("", value)]
     return {key: tensor.detach().clone().double() for key, tensor in items}
+
+
+def _calls(spy: ReleaseSpy) -> list:
+    """The spy's releases as (releases, sums, noisy output) in float64; a report-noisy-min
+    call's output is None (its noise is not observable in the index it releases:
+    test_report_noisy_min checks the index's law)."""
+    return ([(releases, _tensors(summed), _tensors(out)) for releases, summed, out in spy.perturbs]
+            + [(releases, _tensors(scores), None) for releases, scores, _ in spy.selections])
 
 
 def _state(fit) -> dict[str, np.ndarray]:
@@ -126,17 +113,18 @@ def observed(name: str):
     for a private method its plans and spy calls on the outlier data)."""
     with pytest.MonkeyPatch.context() as patch:
         method, data, runs = get_method(name), problem(), runs_of(name)
-        spy = PerturbSpy(patch)
+        spy = ReleaseSpy(patch)
         fit = method.fit(data, runs, torch.device("cpu"))
-        calls, spy.calls = spy.calls, []
+        calls = _calls(spy)
+        spy.clear()
         plans = [method.plan(run, N, data) for run in runs]
         again = method.fit(data, runs, torch.device("cpu"))
         alone = method.fit(data, runs[2:3], torch.device("cpu"))
         outlier_calls = None
         if method.private:
-            spy.calls = []
+            spy.clear()
             method.fit(problem(outliers=True), runs, torch.device("cpu"))
-            outlier_calls = spy.calls
+            outlier_calls = _calls(spy)
     return plans, fit, calls, again, alone, outlier_calls
 
 
