@@ -128,6 +128,41 @@ def test_constants_bound_sampled_gradients_and_y_holds_the_inner_solutions(name)
             assert float(torch.linalg.vector_norm(inner, dim=-1).max()) <= problem.y.radius
 
 
+def _split_pair(a: torch.Tensor, b: float, val: float):
+    """Runs of two examples: (a, b) in the split ``val`` and a = 0 in the other, so each split
+    has one example of weight n / n_split = 2, as in a half split."""
+    runs = a.shape[0]
+    return {"a": torch.stack([a, torch.zeros_like(a)], 1),
+            "b": torch.full((runs, 2), b, dtype=torch.float64),
+            "val": torch.tensor([val, 1 - val], dtype=torch.float64).expand(runs, 2)}
+
+
+@pytest.mark.parametrize("name", ["pb_group_ridge", "pc_logistic_tuning", "pc_ridge_tuning"])
+def test_example_dependent_bounds_are_attained_and_not_exceeded(name):
+    """l0f_y and l0g_y (what the OP inner releases' sensitivities rest on) bound the part of
+    grad_y f and grad_y g that an example changes, measured against the example a = 0, over
+    y on the boundary of Y and extreme examples (a = -+ y / ||y||, b = -+1, either split);
+    the bounds are attained within 10%, so a constant set below its true value fails."""
+    problem, _, _, _, x = _setup(name)
+    c, d_y = problem.constants, problem.y.dim
+    y = problem.y.radius * torch.nn.functional.normalize(
+        torch.randn(8, d_y, generator=make_generator(4, "y"), dtype=torch.float64), dim=-1)
+    xs = x.expand(8, -1)
+    largest = {"f": 0.0, "g": 0.0}
+    for sign in (-1.0, 1.0):
+        for b in (-1.0, 1.0):
+            for val in (0.0, 1.0):
+                extreme = _split_pair(sign * torch.nn.functional.normalize(y, dim=-1), b, val)
+                null = _split_pair(torch.zeros_like(y), b, val)
+                for level in largest:
+                    part = (problem.per_example_grad(level, "y", xs, y, extreme)
+                            - problem.per_example_grad(level, "y", xs, y, null))[:, 0]
+                    largest[level] = max(largest[level],
+                                         float(torch.linalg.vector_norm(part, dim=-1).max()))
+    for level, bound in (("f", c.l0f_y), ("g", c.l0g_y)):
+        assert 0.9 * bound <= largest[level] <= bound * (1 + 1e-12), (level, largest, bound)
+
+
 def test_penalty_lemmas_have_slope_minus_one_in_lambda_on_pa():
     """Lemma 8.5 (with its bound) and Lemma 4.3 (ii), measured on P-A."""
     problem, _, _, stats, x = _setup("pa_linear_response", n=300)
