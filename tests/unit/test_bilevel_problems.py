@@ -94,7 +94,8 @@ def test_gradients_and_penalty_quantities_match_autograd(name):
 @pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))
 def test_per_example_penalty_term_matches_autograd(name):
     """Eq. (3)'s lambda (grad_x g(x, y~l; xi) - grad_x g(x, y~; xi)) per example, whatever
-    shortcut a problem takes, at two runs with their own lambda and points."""
+    shortcut a problem takes, at two runs with their own lambda and points; a problem that
+    says its outer vector is shared by every example has one."""
     problem, sample, examples, _, x = _setup(name)
     runs = {k: v.expand(2, *v.shape[1:]) for k, v in examples.items()}
     x2 = torch.cat([x, -0.5 * x])
@@ -107,6 +108,11 @@ def test_per_example_penalty_term_matches_autograd(name):
         expected = lam[r] * (grad_x(x2[r], y_lambda[r], sample) - grad_x(x2[r], y[r], sample))
         torch.testing.assert_close(
             problem.per_example_penalty_x(x2, y_lambda, y, lam, runs)[r], expected)
+    # a problem that declares one outer vector for every example (Alg. 1 then clips one copy)
+    vectors = (problem.per_example_grad("f", "x", x2, y_lambda, runs)
+               + problem.per_example_penalty_x(x2, y_lambda, y, lam, runs))
+    shared = bool((vectors == vectors[:, :1]).all())
+    assert shared or not problem.outer_vector_shared
 
 
 @pytest.mark.parametrize("name", sorted(BILEVEL_PROBLEMS))

@@ -608,14 +608,16 @@ class BilevelProgram:
                    ) -> torch.Tensor:
         """Alg. 1 line 4 before noise, summed over the examples (Alg. 3: over each run's
         Poisson batch): Eq. (3)'s per-example vectors clipped at C_out."""
-        problem, examples, mask = self.model, self.examples, None
+        problem, examples, mask, copies = self.model, self.examples, None, 1
         if bool((self.rate < 1.0).any()):
             index, mask = poisson_batches(self.n, self.rate.tolist(), self.sampling,
                                           x.device)
             examples = take_batch(examples, index)
+        elif problem.outer_vector_shared:
+            examples, copies = {k: v[:, :1] for k, v in examples.items()}, self.n
         vectors = (problem.per_example_grad("f", "x", x, y_lambda, examples)
                    + problem.per_example_penalty_x(x, y_lambda, y, self.lam, examples))
-        return clipped_sum(vectors, self.outer_clip, mask)
+        return copies * clipped_sum(vectors, self.outer_clip, mask)
 
     def step(self) -> None:
         problem, x = self.model, self.x

@@ -102,6 +102,9 @@ class BilevelProblem(ABC):
     upper_data_bound: float = 0.0
     #: Whether Alg. 1 line 4's outer vector reads no data (:meth:`public_outer`; Section 7).
     outer_is_public: bool = False
+    #: Whether Eq. (3)'s per-example vector is one vector for every example (grad_x f and
+    #: grad_x g read no data: P-D), so its clipped sum over n examples is n clipped copies.
+    outer_vector_shared: bool = False
 
     def __init__(self, x: Block, y: Block, dtype: torch.dtype = torch.float64) -> None:
         self.x, self.y, self.dtype = x, y, dtype

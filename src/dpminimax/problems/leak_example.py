@@ -21,6 +21,8 @@ class LeakExample(BilevelProblem):
     """P-D in dimension d = ``d_x`` = ``d_y`` (examples uniform in the unit ball; ``seed`` is
     unused: the instance has no random part)."""
 
+    outer_vector_shared = True
+
     def __init__(self, d_x: int = 1, d_y: int | None = None, seed: int = 0,
                  dtype: torch.dtype = torch.float64) -> None:
         if d_y not in (None, d_x):
