@@ -84,6 +84,7 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
     ``measured`` adds any other values, by claim id."""
     from dpminimax.report.claims import claims_table, write_claims_table
+    from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
     from dpminimax.report.gain import gain_experiments, measured_gains
     from dpminimax.report.reference import load_claims
 
@@ -94,6 +95,8 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     if "data_standin" in runs.columns:  # stand-in runs measure nothing the paper claims
         runs = runs.loc[~runs["data_standin"].astype(bool)]
     claims = load_claims(claims_path)
+    if experiments := alpha_pred_experiments(claims):  # DP bilevel's §5.2 collapse claims
+        runs = with_alpha_pred(runs, experiments)
     values = {**measured_gains(runs, gain_experiments(claims)), **(measured or {})}
     known = {claim["id"] for claim in claims}
     table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})

@@ -18,7 +18,7 @@ import pandas as pd
 from dpminimax.report.accuracy_audit import accuracy_audit_table
 from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
-from dpminimax.report.collapse import plot_collapse
+from dpminimax.report.collapse import collapse_table, plot_collapse
 from dpminimax.report.constraint_value import value_column, with_constraint_values
 from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy
 from dpminimax.report.dual_update import plot_dual_update
@@ -184,6 +184,9 @@ FIGURES: dict[str, Drawer] = {
                                      reference=PENALTY_RATE),
     "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths)),
+    "gradient_mapping_vs_alpha_pred": lambda table, req: plot_collapse(   # §6.2 plot 4, §5.2
+        table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths),
+        against="alpha_pred"),
     # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
     "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
                                            "Excess test loss of the fit at ω_out"),
@@ -235,6 +238,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_inner_error_vs_batch_in": lambda table: slopes_table(
         table, "inner_error_max", predicted=FLAT_RATE, against="batch_in"),
     "output_rule": output_rule_table,        # DP bilevel E9
+    "slopes_gradient_mapping_vs_alpha_pred": lambda table: collapse_table(  # DP bilevel §5.2
+        table, "gradient_mapping_norm"),
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }
