@@ -141,6 +141,30 @@ def test_measure_from_runs(runs, measure, value, n):
     assert count == n
 
 
+@pytest.mark.parametrize(("by", "agg", "value"), [
+    # per gamma, e1's seed mean over e2's: 0.81 / 0.72 and 0.85 / 0.84; the larger
+    (["p_gamma"], "max", 0.81 / 0.72),
+    (["p_gamma"], "min", 0.85 / 0.84),
+    # without by: the mean of e1's four runs over the mean of e2's
+    ([], "mean", 0.83 / 0.78),
+])
+def test_measure_relative_to_reference_runs(runs, by, agg, value):
+    measure = _measure(filter={"experiment": "e1", "method": "racodp"}, by=by, agg=agg,
+                       relative_to={"experiment": "e2"})
+    got, count, reason = measure_from_runs(measure, runs)
+    assert reason == "" and count == 4
+    assert got == pytest.approx(value, abs=1e-12)
+
+
+def test_measure_relative_to_refuses_a_slope_and_reports_missing_reference(runs):
+    with pytest.raises(ValueError, match="relative_to"):
+        measure_from_runs(_measure(by=["p_gamma"], agg="loglog_slope",
+                                   relative_to={"experiment": "e2"}), runs)
+    got, _, reason = measure_from_runs(_measure(filter={"experiment": "e1"}, agg="mean",
+                                                relative_to={"experiment": "e3"}), runs)
+    assert math.isnan(got) and "reference runs" in reason and "no matching runs" in reason
+
+
 def test_measure_from_runs_reports_what_is_missing(runs):
     nothing = measure_from_runs(_measure(filter={"dataset": "celeba"}, agg="mean"), runs)
     assert math.isnan(nothing[0]) and nothing[1:] == (0, "no matching runs")

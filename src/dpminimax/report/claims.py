@@ -23,7 +23,11 @@ Where our number comes from, in this order:
    Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``). ``agg:
    loglog_slope`` with one ``by`` column x (a rate claim: "the error decays like n^-2") is the
    least-squares slope of log(mean metric) against log(x) over the groups; its 95% bootstrap
-   interval (the runs resampled within every x) is reported beside it.
+   interval (the runs resampled within every x) is reported beside it. ``relative_to:
+   {column: value}`` (not with ``loglog_slope``) makes a ratio claim ("method A's error is
+   within a factor 3 of method B's"): the mean metric of each ``by`` group (of all the
+   matching runs without ``by``) over the same of the runs the filter with these entries
+   replaced keeps, then ``agg`` over the groups both have.
 
 A claim none of whose datasets appears in the runs is ``not run: data unavailable`` unless a
 measured value is given.
@@ -108,6 +112,10 @@ def measure_from_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[f
     metric, agg = measure["metric"], measure["agg"]
     by = list(measure.get("by") or [])
     values = rows.groupby(by, dropna=False)[metric].mean() if by else rows[metric]
+    if "relative_to" in measure:
+        values, reason = _relative(measure, runs, values)
+        if reason:
+            return math.nan, len(rows), reason
     if agg == "loglog_slope":
         return _loglog_slope(values, len(rows))
     value = float(getattr(values.astype(float), agg)())
@@ -130,6 +138,22 @@ def slope_interval(measure: Mapping[str, Any], runs: pd.DataFrame,
         return math.nan, math.nan
     _, low, high = bootstrap_slope(by_x, np.random.default_rng(seed))
     return low, high
+
+
+def _relative(measure: Mapping[str, Any], runs: pd.DataFrame,
+              values: pd.Series) -> tuple[pd.Series, str]:
+    """``values`` (the groups' mean metric, or the matching runs' metric) over the same of the
+    reference runs (the filter with ``relative_to``'s entries replaced), group by group."""
+    reference = {**measure, "filter": {**(measure.get("filter") or {}),
+                                       **measure["relative_to"]}}
+    rows, reason = _matching_runs(reference, runs)
+    if reason:
+        return values, f"reference runs ({dict(measure['relative_to'])}): {reason}"
+    metric, by = measure["metric"], list(measure.get("by") or [])
+    if not by:
+        return pd.Series([values.mean() / rows[metric].mean()]), ""
+    ratios = (values / rows.groupby(by, dropna=False)[metric].mean()).dropna()
+    return ratios, "" if len(ratios) else "no group in common with the reference runs"
 
 
 def _matching_runs(measure: Mapping[str, Any],
@@ -253,6 +277,10 @@ def _check_measure(measure: Mapping[str, Any]) -> None:
         raise ValueError("measure.agg loglog_slope needs exactly one 'by' column (the x axis)")
     if not isinstance(measure.get("filter", {}), Mapping):
         raise ValueError("measure.filter must be a mapping {column: value}")
+    if "relative_to" in measure and (not isinstance(measure["relative_to"], Mapping)
+                                     or measure.get("agg") == "loglog_slope"):
+        raise ValueError("measure.relative_to must be a mapping {column: value} of the "
+                         "reference runs' filter, and not with agg loglog_slope")
     if not isinstance(measure.get("by", []), list):
         raise ValueError("measure.by must be a list of columns")
 

@@ -36,9 +36,11 @@ from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_s
 
 SERIES = ("dataset", "method", "epsilon")
 #: Parameters that make separate series where a job sweeps them (the noise calibration, the
-#: base solver, P3's tau, Alg. 2's ablations of spec 003 §6 E10); every other parameter is
-#: fixed or planned from n.
-VARIANTS = ("p_sigma", "p_solver", "p_tau", "p_schedule", "p_project", "p_rounding")
+#: base solver, P3's tau, Alg. 2's ablations of spec 003 §6 E10, DP bilevel's dimensions
+#: (d_x, d_y) of E3', spec 002 §7) unless they are the figure's x axis; every other parameter
+#: is fixed or planned from n.
+VARIANTS = ("p_sigma", "p_solver", "p_tau", "p_schedule", "p_project", "p_rounding", "p_d_x",
+            "p_d_y")
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
     one panel per n), the printed bound dashed in each line's colour, and a dotted line of
     each ``reference`` slope (name -> slope) from the panel's highest first point (module
     docstring)."""
-    table = with_column(with_variants(table), against)
+    table = with_column(with_variants(table, against), against)
     _require(table, metric, against)
     table = table[table[metric].notna()]  # problems of an experiment without this metric
     axis = AXES[against]
@@ -126,7 +128,7 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0,
     (problem, method, epsilon), or in d (``against="d"``) per (problem, method, epsilon, n),
     and a column ``predicted_slope_<name>`` per entry of ``predicted`` (name -> slope) on
     the private rows (module docstring; spec 003 §5.7 items 2-3)."""
-    table = with_column(with_variants(table), against)
+    table = with_column(with_variants(table, against), against)
     _require(table, metric, against)
     keys = [*SERIES, *AXES[against].panel]
     x = against.removeprefix("p_")
@@ -157,11 +159,12 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def with_variants(table: pd.DataFrame) -> pd.DataFrame:
-    """``method`` labelled with the :data:`VARIANTS` its (problem, method, epsilon) sweeps:
-    ``"output_perturbation [sigma=calibrated]"``."""
+def with_variants(table: pd.DataFrame, against: str = "p_n") -> pd.DataFrame:
+    """``method`` labelled with the :data:`VARIANTS` its (problem, method, epsilon) sweeps
+    other than the x axis ``against``: ``"output_perturbation [sigma=calibrated]"``."""
     labels = pd.Series("", index=table.index)
-    for column in (c for c in VARIANTS if c in table.columns):
+    axis = {against, f"p_{against.removeprefix('p_')}"}
+    for column in (c for c in VARIANTS if c in table.columns and c not in axis):
         varies = table.groupby(list(SERIES))[column].transform(
             lambda values: values.nunique(dropna=False) > 1).astype(bool)
         part = f"{column[2:]}=" + table[column].astype(str)
