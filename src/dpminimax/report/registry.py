@@ -26,6 +26,7 @@ from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsi
 from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.output_rule import output_rule_table
 from dpminimax.report.pareto import dominance_table, plot_pareto
+from dpminimax.report.pilot import pilot_table
 from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
@@ -235,6 +236,7 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_inner_error_vs_batch_in": lambda table: slopes_table(
         table, "inner_error_max", predicted=FLAT_RATE, against="batch_in"),
     "output_rule": output_rule_table,        # DP bilevel E9
+    "pilot_multipliers": pilot_table,        # DP bilevel §5.2's schedule pilot (A2, A22)
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }
