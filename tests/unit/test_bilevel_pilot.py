@@ -19,7 +19,7 @@ from dpminimax.problems import get_bilevel_problem
 from dpminimax.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, claims_table
 from dpminimax.report.pilot import measured_freezes, multiplier_gap, pilot_choice, pilot_table
 from dpminimax.report.reference import load_claims
-from dpminimax.report.registry import TABLES
+from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 from dpminimax.seeding import make_generator
 
 PAPER = Path(__file__).parents[2] / "papers" / "bilevel"
@@ -69,6 +69,19 @@ def test_the_argmin_is_taken_per_setting_and_the_choice_needs_one():
     assert [tuple(row) for row in chosen] == [(10000, 0.5, 0.1), (20000, 2.0, 0.4)]
     with pytest.raises(ValueError, match="2 settings"):
         pilot_choice(both)
+
+
+def test_the_pilot_figure_boxes_the_argmin(tmp_path):
+    """One panel, the median in every cell (c_lam rows, c_T columns), lambda and T on the
+    axes, one box: at (row 0, column 0), the cell (0.5, 0.1)."""
+    fig = FIGURES["pilot_multipliers"](_runs(), FigureRequest(out_paths=[tmp_path / "p.png"]))
+    (ax,) = [ax for ax in fig.axes if ax.get_title()]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.2", "0.25", "0.5", "0.7"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1\nT=3", "0.4\nT=10"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0.5 (λ=4)", "2 (λ=8)"]
+    (box,) = ax.patches
+    assert box.get_xy() == pytest.approx((-0.45, -0.45))
+    assert (tmp_path / "p.png").stat().st_size > 0
 
 
 def test_the_multiplier_gap_is_zero_only_at_the_pilots_choice():

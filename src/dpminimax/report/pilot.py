@@ -8,7 +8,7 @@ frozen for the evaluation experiments. Meta-tuning is outside the privacy accoun
 
 * :func:`pilot_table`: per setting and cell, the median and 90th percentile over seeds, the
   lambda and T the cell gives and which cell is the argmin of the median;
-* :func:`pilot_choice`: that argmin;
+* :func:`pilot_choice`: that argmin; :func:`plot_pilot`: the medians as a heat map;
 * :func:`multiplier_gap` / :func:`measured_freezes`: how far the multipliers the evaluation
   runs used are from the pilot's choice (the freeze claim, ``measure.pilot``).
 """
@@ -16,13 +16,19 @@ frozen for the evaluation experiments. Meta-tuning is outside the privacy accoun
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from dpminimax.report.aggregate import require_columns
+from dpminimax.report.figures import save_figure
+from dpminimax.report.style import PANEL_SIZE, paper_style
 
 METRIC = "gradient_mapping_norm"
 #: The tuned multipliers, as the runs table records them (the method's resolved parameters).
@@ -60,6 +66,42 @@ def pilot_choice(table: pd.DataFrame) -> tuple[float, float]:
         raise ValueError(f"the pilot's runs hold {len(chosen)} settings "
                          f"{chosen[list(SETTING)].to_dict(orient='records')}; expected one")
     return float(chosen["c_lam"].iloc[0]), float(chosen["c_T"].iloc[0])
+
+
+def plot_pilot(table: pd.DataFrame, *, out_paths: Sequence[str | os.PathLike]) -> Figure:
+    """The median ||G|| over (c_lam, c_T), one panel per setting, on a logarithmic colour
+    scale: the value in every cell, lambda and T on the axes, the argmin boxed."""
+    cells = pilot_table(table)
+    settings = cells.groupby(list(SETTING), sort=True)
+    with paper_style():
+        fig = Figure(figsize=(PANEL_SIZE[0] * 1.9 * settings.ngroups, PANEL_SIZE[1] * 1.6),
+                     layout="constrained")
+        for ax, (setting, own) in zip(fig.subplots(1, settings.ngroups, squeeze=False)[0],
+                                      settings, strict=True):
+            grid = own.pivot(index="c_lam", columns="c_T", values="median")
+            image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", aspect="auto",
+                              cmap="viridis", norm=LogNorm())
+            for (row, col), value in np.ndenumerate(grid.to_numpy(dtype=float)):
+                ax.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize=7,
+                        color="white")
+            best = own.loc[own["argmin"]].iloc[0]
+            ax.add_patch(Rectangle((grid.columns.get_loc(best["c_T"]) - 0.45,
+                                    grid.index.get_loc(best["c_lam"]) - 0.45), 0.9, 0.9,
+                                   fill=False, edgecolor="red", linewidth=2))
+            steps = own.groupby("c_T")["outer_steps"].first()
+            lams = own.groupby("c_lam")["lam"].first()
+            ax.set_xticks(range(len(grid.columns)),
+                          [f"{c:.3g}\nT={steps[c]}" for c in grid.columns], fontsize=7)
+            ax.set_yticks(range(len(grid.index)),
+                          [f"{c:.3g} (λ={lams[c]:.3g})" for c in grid.index], fontsize=7)
+            ax.grid(False)
+            ax.set_xlabel("c_T")
+            ax.set_ylabel("c_λ")
+            ax.set_title(f"{setting[0]}, {setting[1]}: n = {setting[3]}, ε = {setting[2]:g}",
+                         fontsize=8.5)
+            fig.colorbar(image, ax=ax, label="median ‖G_{F_S,η}(x_out)‖ over seeds")
+        save_figure(fig, out_paths)
+    return fig
 
 
 def multiplier_gap(runs: pd.DataFrame, pilot: str, evaluation: Sequence[str]) -> float:
