@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
 import torch
 
 from dpminimax.algorithms.dp_bilevel import C_LAM, C_T, DpBilevel
-from dpminimax.api.reporting import make_claims_table
+from dpminimax.api.reporting import make_claims_table, make_figure
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.problems import get_bilevel_problem
 from dpminimax.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, claims_table
@@ -82,6 +83,17 @@ def test_the_pilot_figure_boxes_the_argmin(tmp_path):
     (box,) = ax.patches
     assert box.get_xy() == pytest.approx((-0.45, -0.45))
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_the_workflows_pilot_figure_says_it_shows_medians(tmp_path):
+    """make_figure stamps every figure with its seed note: the pilot's says median, not mean."""
+    _runs().to_parquet(tmp_path / "runs.parquet")
+    out = tmp_path / "p.png"
+    with mock.patch("dpminimax.report.figures.save_figure") as saved:
+        make_figure(tmp_path / "runs.parquet", "pilot_multipliers", [out])
+    fig = saved.call_args.args[0]
+    notes = [t.get_text() for t in fig.texts]
+    assert notes == ["median over 3 seed(s) per cell; the argmin boxed"]
 
 
 def test_the_multiplier_gap_is_zero_only_at_the_pilots_choice():

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from dpminimax.report.aggregate import require_columns
-from dpminimax.report.figures import save_figure
+from dpminimax.report.figures import SEED_NOTE, save_figure
 from dpminimax.report.style import PANEL_SIZE, paper_style
 
 METRIC = "gradient_mapping_norm"
@@ -100,6 +100,9 @@ def plot_pilot(table: pd.DataFrame, *, out_paths: Sequence[str | os.PathLike]) -
             ax.set_title(f"{setting[0]}, {setting[1]}: n = {setting[3]}, ε = {setting[2]:g}",
                          fontsize=8.5)
             fig.colorbar(image, ax=ax, label="median ‖G_{F_S,η}(x_out)‖ over seeds")
+        low, high = int(cells["seeds"].min()), int(cells["seeds"].max())
+        seeds = f"{low}" if low == high else f"{low}-{high}"
+        setattr(fig, SEED_NOTE, f"median over {seeds} seed(s) per cell; the argmin boxed")
         save_figure(fig, out_paths)
     return fig
 
