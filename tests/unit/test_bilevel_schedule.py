@@ -33,10 +33,11 @@ def _plan(name: str, epsilon: float, n: int, **params):
 
 
 @pytest.mark.parametrize(("n", "epsilon", "lam", "steps"),
-                         [(4096, 2.0, 10.03, 100), (16384, 8.0, 25.28, 635)])
+                         [(10000, 1.0, 5.36, 4), (16384, 8.0, 12.64, 20)])
 def test_the_theory_schedule_scales_lambda_and_t_with_epsilon_n(n, epsilon, lam, steps):
     """lambda = c_lam s^(1/3), T = ceil(c_T s^(2/3)), s = epsilon n / sqrt(d_y) (d_y = 16);
-    the defaults give the fixed lambda 10 and T 100 at n = 2^12, epsilon = 2."""
+    the pilot's frozen multipliers (e3_pilot) give lambda 5.36 and T 4 at its n = 10^4,
+    epsilon = 1."""
     scale = epsilon * n / 4.0
     _, plan = _plan("dp_bilevel", epsilon, n)
     assert plan.values["lam"] == pytest.approx(C_LAM * scale ** (1 / 3)) == pytest.approx(
@@ -46,7 +47,7 @@ def test_the_theory_schedule_scales_lambda_and_t_with_epsilon_n(n, epsilon, lam,
 
 
 def test_the_schedule_respects_lambda_min():
-    """At epsilon n / sqrt(d_y) = 128 the schedule's lambda (3.98) is below P-A's smallest
+    """At epsilon n / sqrt(d_y) = 128 the schedule's lambda (1.99) is below P-A's smallest
     allowed penalty (A5): the plan raises it and says so; a fixed lambda below it is refused."""
     _, plan = _plan("dp_bilevel", 0.5, 1024)
     assert C_LAM * 128 ** (1 / 3) < plan.values["lambda_min"]

@@ -74,9 +74,11 @@ from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
 RELEASES = ("inner_y", "inner_y_lambda", "outer")
 SHARED = ("problem", "instance", "d_x", "d_y", "n", "outer_steps", "inner_steps", "accountant",
           "schedule", "c_T")
-#: §5.2's schedule multipliers: at n = 2^12, epsilon = 2, d_y = 16 (epsilon n / sqrt(d_y) =
-#: 2048) they give lambda = 10.03 and T = 100, the fixed defaults (not tuned on a pilot, §7).
-C_LAM, C_T = 0.79, 0.62
+#: §5.2's schedule multipliers, frozen at the argmin of the pilot's median ||G_{F_S,eta}||
+#: (spec §6.2 "Grids", A2, A22: experiment e3_pilot, P-A at n = 10^4, epsilon 1, on seeds no
+#: evaluation run uses; claim schedule_multipliers_frozen checks that they agree). At
+#: n = 10^4, epsilon 1, d_y = 16 they give lambda = 5.36 and T = 4. Tuned on P-A only.
+C_LAM, C_T = 0.395, 0.019375
 
 
 def zcdp_budget(epsilon: float, delta: float) -> float:

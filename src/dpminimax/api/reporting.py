@@ -80,12 +80,13 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
                       markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
                       measured: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV and
-    Markdown). Values no runs column holds (DP-FERMI's performance gains) are computed from the
-    runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
-    ``measured`` adds any other values, by claim id."""
+    Markdown). Values no runs column holds (DP-FERMI's performance gains, the bilevel schedule
+    pilot's freeze) are computed from the runs here; ``measured_paths`` are JSON files with a
+    ``claims`` dict (benchmarks) and ``measured`` adds any other values, by claim id."""
     from dpminimax.report.claims import claims_table, write_claims_table
     from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
     from dpminimax.report.gain import gain_experiments, measured_gains
+    from dpminimax.report.pilot import measured_freezes
     from dpminimax.report.reference import load_claims
 
     runs = pd.read_parquet(runs_path)
@@ -97,7 +98,8 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     claims = load_claims(claims_path)
     if experiments := alpha_pred_experiments(claims):  # DP bilevel's §5.2 collapse claims
         runs = with_alpha_pred(runs, experiments)
-    values = {**measured_gains(runs, gain_experiments(claims)), **(measured or {})}
+    values = {**measured_gains(runs, gain_experiments(claims)), **measured_freezes(runs, claims),
+              **(measured or {})}
     known = {claim["id"] for claim in claims}
     table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})
     write_claims_table(table, csv_out, markdown_out)

@@ -133,17 +133,22 @@ def stamp_standin(fig: Figure, datasets: Sequence[str]) -> None:
     fig.suptitle(f"{STANDIN_NOTE}: {names}", color="#B00020", fontsize=9)
 
 
+#: The attribute a drawer whose points are not seed means sets on its figure: its own note.
+SEED_NOTE = "seed_note"
+
+
 def stamp_seeds(fig: Figure, table: pd.DataFrame) -> None:
-    """Say under the figure how many seeds each point averages and what its interval is."""
+    """Say under the figure how many seeds each point averages and what its interval is (or
+    the figure's own :data:`SEED_NOTE`)."""
     counts = table.groupby(["dataset", "method", "epsilon"])["seed"].nunique()
     if counts.empty:
         return
     low, high = int(counts.min()), int(counts.max())
     seeds = f"{low}" if low == high else f"{low}-{high}"
+    note = getattr(fig, SEED_NOTE, None) or (f"mean over {seeds} seed(s) per point; intervals: "
+                                             "95% Student-t, clipped to the metric's range")
     # below the axes' area (the saved bounding box grows to hold it): never over an x label
-    fig.text(0.99, 0.0, f"mean over {seeds} seed(s) per point; intervals: 95% Student-t, "
-             "clipped to the metric's range", ha="right", va="top", fontsize=6,
-             color="#555555")
+    fig.text(0.99, 0.0, note, ha="right", va="top", fontsize=6, color="#555555")
 
 
 def save_figure(fig: Figure, out_paths: Sequence[str | os.PathLike]) -> None:

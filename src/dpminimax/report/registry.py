@@ -26,6 +26,7 @@ from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsi
 from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.output_rule import output_rule_table
 from dpminimax.report.pareto import dominance_table, plot_pareto
+from dpminimax.report.pilot import pilot_table, plot_pilot
 from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
@@ -187,6 +188,8 @@ FIGURES: dict[str, Drawer] = {
     "gradient_mapping_vs_alpha_pred": lambda table, req: plot_collapse(   # §6.2 plot 4, §5.2
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths),
         against="alpha_pred"),
+    "pilot_multipliers": lambda table, req: plot_pilot(    # DP bilevel §5.2's pilot
+        table, out_paths=list(req.out_paths)),
     # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
     "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
                                            "Excess test loss of the fit at ω_out"),
@@ -240,6 +243,7 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "output_rule": output_rule_table,        # DP bilevel E9
     "slopes_gradient_mapping_vs_alpha_pred": lambda table: collapse_table(  # DP bilevel §5.2
         table, "gradient_mapping_norm"),
+    "pilot_multipliers": pilot_table,        # DP bilevel §5.2's schedule pilot (A2, A22)
     "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
     "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
 }
