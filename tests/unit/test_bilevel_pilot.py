@@ -36,7 +36,8 @@ def _runs(cells=CELLS, experiment="e3_pilot", **extra) -> pd.DataFrame:
         {"experiment": experiment, "dataset": "pa_linear_response", "method": "dp_bilevel",
          "epsilon": 1.0, "seed": seed, "p_n": 10000, "p_schedule": "theory", "p_c_lam": c_lam,
          "p_c_T": c_t, "p_lam": lam, "p_lam_raised": lam == 4.0, "p_outer_steps": steps,
-         "gradient_mapping_norm": value, **extra}
+         "gradient_mapping_norm": value, "d_x": 4, "d_y": 16, "p_problem": "pa_linear_response",
+         "p_instance": 0, "delta": 1e-5, "p_gamma": 0.05, **extra}
         for (c_lam, c_t), (values, lam, steps) in cells.items()
         for seed, value in enumerate(values)])
 

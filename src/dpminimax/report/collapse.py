@@ -50,10 +50,13 @@ def with_alpha_pred(table: pd.DataFrame,
     from dpminimax.algorithms.bilevel_alpha_pred import predicted_alpha  # imports torch
 
     keys = [*COLUMNS[1:], *ALPHA_COLUMNS]
-    require_columns(table, keys, "alpha_pred", "bilevel runs record their problem and gamma")
-    rows = table[np.isfinite(table["epsilon"]) & table[keys].notna().all(axis=1)]
+    rows = table
     if experiments is not None:
-        rows = rows[rows["experiment"].isin(experiments)]
+        rows = rows[rows["experiment"].isin(experiments)] if "experiment" in rows else rows[:0]
+        if rows.empty:  # none of the experiments ran: nothing to predict
+            return table.assign(**dict.fromkeys(PREDICTION_COLUMNS, np.nan))
+    require_columns(rows, keys, "alpha_pred", "bilevel runs record their problem and gamma")
+    rows = rows[np.isfinite(rows["epsilon"]) & rows[keys].notna().all(axis=1)]
     configs = rows[keys].drop_duplicates()
     values = []
     for config in configs.itertuples(index=False):
