@@ -14,6 +14,7 @@ from dpminimax.algorithms.bilevel_inner import (
     loc_gd_schedule,
     subproblems,
 )
+from dpminimax.kernels.sampling import take_batch
 from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.problems import LeakExample
 from dpminimax.seeding import make_generator
@@ -30,7 +31,9 @@ def _generators(n: int) -> list[torch.Generator]:
     return [make_generator(seed, f"noise_{n}") for seed in range(RUNS)]
 
 
-def _loc_gd_errors(n: int) -> tuple[np.ndarray, float]:
+def _loc_gd(n: int, every_example_batch: bool = False):
+    """DP-Loc-GD (Alg. 2) on P-D's lower level for RUNS runs, or Alg. 4's path (a sampler)
+    with batches that hold every example: (output, exact solution, the radius bound R_M)."""
     problem = LeakExample(D)
     sub = subproblems(problem.constants, problem.constants.lambda_min)["y"]
     schedule = loc_gd_schedule(sub, n, D, RHO, EPS_CALL, 0.05, steps=100)
@@ -40,15 +43,30 @@ def _loc_gd_errors(n: int) -> tuple[np.ndarray, float]:
     x = torch.zeros(RUNS, D, dtype=torch.float64)
 
     def grads(y, index):
-        assert index is None  # full batch (DP-Loc-GD)
-        return problem.per_example_grad("g", "y", x, y, examples)
+        batch = examples if index is None else take_batch(examples, index)
+        return problem.per_example_grad("g", "y", x, y, batch)
+
+    def sampler():
+        return (torch.arange(n).expand(RUNS, n), torch.ones(RUNS, n, dtype=torch.bool))
 
     full = lambda value: torch.full((RUNS,), value, dtype=torch.float64)  # noqa: E731
     radii = torch.tensor([schedule.radii] * RUNS, dtype=torch.float64)
     out = loc_gd(grads, torch.zeros_like(x), full(sub.mu), full(sub.lipschitz), radii,
-                 schedule.steps, release, _generators(n))
-    exact = problem.inner_solution(x, problem.statistics(examples))
-    return torch.linalg.vector_norm(out - exact, dim=-1).numpy(), schedule.error_bound
+                 schedule.steps, release, _generators(n),
+                 *((sampler, full(n)) if every_example_batch else ()))
+    return out, problem.inner_solution(x, problem.statistics(examples)), schedule.error_bound
+
+
+def _loc_gd_errors(n: int) -> tuple[np.ndarray, float]:
+    out, exact, bound = _loc_gd(n)
+    return torch.linalg.vector_norm(out - exact, dim=-1).numpy(), bound
+
+
+def test_loc_sgd_with_every_example_in_every_batch_is_loc_gd():
+    """Alg. 4's step divides the batch's noisy sum by the expected batch size q n: with q = 1
+    it is Alg. 2's step, the same noise and the same output."""
+    torch.testing.assert_close(_loc_gd(100, every_example_batch=True)[0], _loc_gd(100)[0],
+                               rtol=0, atol=1e-12)
 
 
 def _op_errors(n: int) -> np.ndarray:
