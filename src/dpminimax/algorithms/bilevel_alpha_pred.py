@@ -125,8 +125,9 @@ def prediction_at(alpha: float, params: dict[str, Any], n: int, epsilon: float,
                   delta: float) -> AlphaPrediction:
     """Conditions 1-4 of the module docstring at ``alpha`` for A1-OP with method ``params``
     (problem, instance, d_x, d_y, gamma)."""
-    problem = DpBilevel.problem(DpBilevel().resolve(params))
-    c, gamma = problem.constants, float(DpBilevel().resolve(params)["gamma"])
+    resolved = DpBilevel().resolve(params)
+    problem = DpBilevel.problem(resolved)
+    c, gamma = problem.constants, float(resolved["gamma"])
     penalty = penalty_constants(c, farthest_point(problem.x))
     lam = max(2.0 * penalty.gap / alpha, c.lambda_min)
     initial_gap = penalty.initial_gap + penalty.value_gap / lam

@@ -97,11 +97,10 @@ def predicted_runs(table: pd.DataFrame, metric: str, against: str = "rate") -> p
                                                    private["d_x"], private["d_y"]))
 
 
-def collapse_points(table: pd.DataFrame, metric: str, against: str = "rate") -> pd.DataFrame:
-    """One row per private configuration: the seed-mean ``metric`` (and its interval) and
-    the prediction ``predicted``."""
-    return summarize(predicted_runs(table, metric, against), [metric],
-                     by=[*COLUMNS, "predicted"])
+def collapse_points(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per configuration of :func:`predicted_runs`' ``runs``: the seed-mean
+    ``metric`` (and its interval) and the prediction ``predicted``."""
+    return summarize(runs, [metric], by=[*COLUMNS, "predicted"])
 
 
 def collapse_slope(runs: pd.DataFrame, metric: str,
@@ -120,7 +119,7 @@ def collapse_table(table: pd.DataFrame, metric: str, against: str = "alpha_pred"
     max: how far the points sit from measured = prediction); for ``alpha_pred`` also the
     range of its lambda and T and the binding term(s)."""
     runs = predicted_runs(table, metric, against)
-    points = summarize(runs, [metric], by=[*COLUMNS, "predicted"])
+    points = collapse_points(runs, metric)
     rng = np.random.default_rng(seed)
     rows = []
     for method, group in runs.groupby("method"):
@@ -149,7 +148,7 @@ def plot_collapse(table: pd.DataFrame, metric: str, *, ylabel: str,
                   out_paths: Sequence[str | os.PathLike], against: str = "rate") -> Figure:
     """The collapse plot of ``metric`` against ``against`` (module docstring)."""
     runs = predicted_runs(table, metric, against)
-    points = summarize(runs, [metric], by=[*COLUMNS, "predicted"])
+    points = collapse_points(runs, metric)
     methods = sorted(points["method"].unique())
     rng = np.random.default_rng(0)
     with paper_style():
