@@ -408,11 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; an error is one line on stderr and exit status 2 (``--debug``: the
     traceback)."""
+    from dpminimax.data.errors import DataError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         args.handler(args)
-    except (ValueError, OSError, LookupError, RuntimeError) as err:
+    except (ValueError, OSError, LookupError, RuntimeError, DataError) as err:
         if args.debug:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
