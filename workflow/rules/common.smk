@@ -4,6 +4,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from dpminimax.config_schema import check_schema
 from dpminimax.experiments import (
     ExperimentConfigError,
     expand_jobs,
@@ -20,7 +21,20 @@ from dpminimax.provenance import (
 )
 
 
-validate(config, "../schemas/config.schema.yaml")
+SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+
+
+def check_against_schema(instance, name, source):
+    """One line naming the key and what it must be (dpminimax.config_schema), then Snakemake's
+    validate, which also fills in the schema's defaults."""
+    try:
+        check_schema(instance, SCHEMAS / name, source)
+    except ExperimentConfigError as err:
+        raise WorkflowError(str(err)) from None
+    validate(instance, str(SCHEMAS / name))
+
+
+check_against_schema(config, "config.schema.yaml", "workflow config")
 
 SCALE = config["scale"]
 # ``experiments: all`` (e.g. ``--config experiments=all`` over smoke.yaml's selection: Snakemake
@@ -51,10 +65,7 @@ def _load_paper(paper):
         spec = load_experiments(path)
     except ExperimentConfigError as err:
         raise WorkflowError(str(err)) from None
-    try:
-        validate(spec, "../schemas/experiments.schema.yaml")
-    except WorkflowError as err:
-        raise WorkflowError(f"{path}: invalid experiments file", err) from None
+    check_against_schema(spec, "experiments.schema.yaml", str(path))
     try:
         spec = select_experiments(spec, SELECTED.get(paper), source=str(path))
         jobs = expand_jobs(
