@@ -10,6 +10,7 @@ from dpminimax.experiments import (
     expand_jobs,
     load_experiments,
     select_experiments,
+    selected_papers,
 )
 from dpminimax.algorithms import METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
@@ -77,14 +78,14 @@ def _load_paper(paper):
     return spec, jobs
 
 
-# A selection for a paper not in ``papers`` is ignored (smoke.yaml selects for every paper);
-# one for a paper that does not exist is a typo.
+# A selection runs only the papers it names ({paper: all}: every experiment of one) among
+# ``papers``; one for a paper that does not exist is a typo.
 _unknown = sorted(paper for paper in SELECTED if not experiments_file(paper).exists())
 if _unknown:
     raise WorkflowError(f"experiments: no papers/<id>/experiments.yaml for {_unknown}")
 PAPERS = {}
 JOBS = {}
-for _paper in config["papers"]:
+for _paper in selected_papers(config["papers"], SELECTED):
     PAPERS[_paper], _jobs = _load_paper(_paper)
     for _job in _jobs:
         JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, _job.epsilon)] = _job
