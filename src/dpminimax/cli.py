@@ -41,6 +41,32 @@ def _in_range(low: float, high: float, *, closed_high: bool = False, integer: bo
     return parse
 
 
+def _seed(text: str) -> int:
+    """An argparse type: a seed, an integer >= 0 (numpy's generators refuse negative ones)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
+
+
+def _method_name(text: str) -> str:
+    """An argparse type: a registered method or diagnostic; a typo gets the closest names."""
+    import difflib
+
+    from dpminimax.algorithms import DIAGNOSTICS, METHODS
+
+    names = sorted({*METHODS, *DIAGNOSTICS})
+    if text in names:
+        return text
+    close = difflib.get_close_matches(text, names, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    raise argparse.ArgumentTypeError(
+        f"unknown method {text!r}; {hint}`dpminimax methods` lists all {len(names)}")
+
+
 RATE = _in_range(0.0, 1.0, closed_high=True)
 DELTA = _in_range(0.0, 1.0)
 POSITIVE = _in_range(0.0, float("inf"))
@@ -284,8 +310,9 @@ def _bench(args: argparse.Namespace) -> None:
 
 
 def _method_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", help="a registered method (dpminimax methods): print its "
-                                         "privacy plan instead of a mechanism's epsilon")
+    parser.add_argument("--method", type=_method_name,
+                        help="a registered method (dpminimax methods): print its "
+                             "privacy plan instead of a mechanism's epsilon")
     parser.add_argument("--params", default="{}",
                         help="--method: JSON object of parameter values (defaults otherwise)")
     parser.add_argument("--n", type=STEPS, help="--method: number of training rows")
@@ -342,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser(
         "audit", help="one-run privacy audit (Steinke et al. 2023): eps_lower of a method")
-    audit.add_argument("--method", required=True, help="a private method (dpminimax methods)")
+    audit.add_argument("--method", required=True, type=_method_name,
+                       help="a private method (dpminimax methods)")
     audit.add_argument("--data", required=True, help="a prepared dataset dir (tabular, binary)")
     audit.add_argument("--epsilon", type=POSITIVE, required=True, help="the target epsilon")
     audit.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
@@ -351,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="canaries, each included with probability 1/2")
     audit.add_argument("--max-rows", type=STEPS, default=None,
                        help="audit on the first N training rows (default: all)")
-    audit.add_argument("--seed", type=int, default=0, help="seed of training and canaries")
+    audit.add_argument("--seed", type=_seed, default=0, help="seed of training and canaries")
     audit.add_argument("--controls", action="store_true",
                        help="also audit the method with each planted bug (noise off, noise / "
                             "batch size, clipping removed)")
@@ -363,9 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     prepare = data_commands.add_parser("prepare", help="verify, preprocess and split a dataset")
     prepare.add_argument("name", help="a dataset name (dpminimax data list)")
     prepare.add_argument("--out", required=True, help="output dir (arrays.npz, meta.json)")
-    prepare.add_argument("--max-rows", type=int, default=None,
+    prepare.add_argument("--max-rows", type=STEPS, default=None,
                          help="keep this many rows before splitting (default: all)")
-    prepare.add_argument("--split-seed", type=int, default=100,
+    prepare.add_argument("--split-seed", type=_seed, default=100,
                          help="seed of the train/test split (the workflow's: 100)")
     pin = data_commands.add_parser(
         "hash", help="print the sha256 and size of files, as YAML to paste into the files: "
@@ -408,11 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; an error is one line on stderr and exit status 2 (``--debug``: the
     traceback)."""
+    from dpminimax.data.errors import DataError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         args.handler(args)
-    except (ValueError, OSError, LookupError, RuntimeError) as err:
+    except (ValueError, OSError, LookupError, RuntimeError, DataError) as err:
         if args.debug:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -117,12 +117,19 @@ def load_experiments(path: str | Path) -> dict[str, Any]:
         return yaml.safe_load(stream)
 
 
-def select_experiments(spec: Mapping[str, Any], names: list[str] | None,
+def selected_papers(papers: list[str], selection: Mapping[str, Any] | None) -> list[str]:
+    """The papers a run covers (the config's ``papers`` and ``experiments``): all of
+    ``papers`` without a selection; with one, only those it names (``{paper: all}`` runs every
+    experiment of that paper), so selecting experiments of one paper runs that paper only."""
+    return [paper for paper in papers if not selection or paper in selection]
+
+
+def select_experiments(spec: Mapping[str, Any], names: list[str] | str | None,
                        source: str = "experiments.yaml") -> dict[str, Any]:
     """``spec`` with only the experiments ``names`` (the config's ``experiments:`` entry for
-    this paper; None keeps them all). Every figure, table and job of a left-out experiment is
-    left out with it; the paper's claims on it read "NOT RUN"."""
-    if names is None:
+    this paper; None or ``"all"`` keeps them all). Every figure, table and job of a left-out
+    experiment is left out with it; the paper's claims on it read "NOT RUN"."""
+    if names is None or names == "all":
         return dict(spec)
     unknown = [name for name in names if name not in spec["experiments"]]
     if unknown or not names:

@@ -112,6 +112,16 @@ def test_every_option_and_argument_has_help_text():
     (["calibrate", "dpsgd", "--q", "0.1", "--epsilon", "nan", "--delta", "1e-5", "--steps",
       "10"], "argument --epsilon: must be in (0, inf)"),
     (["data", "prepare", "no-such-dataset", "--out", "/tmp/x"], "unknown dataset"),
+    (["data", "prepare", "adult", "--out", "/tmp/x", "--max-rows", "0"],
+     "argument --max-rows: must be in (0, 1e+15]"),
+    (["data", "prepare", "adult", "--out", "/tmp/x", "--split-seed", "-1"],
+     "argument --split-seed: must be an integer >= 0, got -1"),
+    (["audit", "--method", "dp_sgd", "--data", "/tmp/x", "--epsilon", "1", "--delta", "1e-5",
+      "--seed", "-1"], "argument --seed: must be an integer >= 0, got -1"),
+    (["audit", "--method", "dp_sdg", "--data", "/tmp/x", "--epsilon", "1", "--delta", "1e-5"],
+     "argument --method: unknown method 'dp_sdg'; did you mean 'dp_sgd'"),
+    (["account", "--method", "racdp", "--n", "100", "--epsilon", "1", "--delta", "1e-5"],
+     "did you mean 'racodp'? `dpminimax methods` lists all"),
     (["rerun", "/no/such/run_config.json"], "No such file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, says):
@@ -204,6 +214,19 @@ def test_bad_method_plans_are_one_line(capsys, argv, says):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("method", ["output_perturbation", "dp_bilevel", "nonprivate"])
+def test_audit_refuses_methods_it_cannot_run_in_one_line(capsys, tmp_path, method):
+    """Issue 40 item 6: a method on a problem it draws itself ended in an AttributeError."""
+    _run(capsys, "data", "prepare", "synthetic-fair", "--out", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["audit", "--method", method, "--data", str(tmp_path), "--epsilon", "1",
+              "--delta", "1e-5", "--canaries", "20", "--max-rows", "200"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("trains on a problem it draws itself" in err and "dp_sgd, dp_sgda_dro" in err
+            if method != "nonprivate" else "is not private" in err)
 
 
 def test_audit_prints_the_one_run_audit(capsys, tmp_path):

@@ -119,19 +119,29 @@ def test_download_with_wrong_bytes_leaves_nothing(dirs, monkeypatch):
     assert list((dirs["raw"] / "toy").iterdir()) == []
 
 
-def test_converted_file_is_accepted_by_content_check_and_stamped(dirs):
+def test_converted_file_is_accepted_by_its_content_check_on_every_locate(dirs):
     checked = []
     file = CanonicalFile("toy.csv", URL, SHA, fetch=lambda dest: dest.write_bytes(b"converted\n"),
                          content_check=checked.append)
     [found] = locate.obtain("toy", [file])
     assert len(checked) == 1 and found.verified_by.startswith("content")
-    stamp = json.loads(found.path.with_name("toy.csv" + locate.STAMP_SUFFIX).read_text())
-    assert stamp["sha256"] == hashlib.sha256(b"converted\n").hexdigest()
-    assert locate.obtain("toy", [file])[0].verified_by.startswith("content")  # no re-check
-    assert len(checked) == 1
-    found.path.write_bytes(b"edited afterwards\n")
-    with pytest.raises(ChecksumMismatchError):
-        locate.obtain("toy", [file])
+    assert sorted(p.name for p in found.path.parent.iterdir()) == ["toy.csv"]
+    assert locate.obtain("toy", [file])[0].verified_by.startswith("content")
+    assert len(checked) == 2  # checked again: nothing remembered beside the file
+
+
+@pytest.mark.parametrize("sha256", [SHA, None], ids=["pinned", "unpinned"])
+def test_a_stamp_beside_a_file_never_vouches_for_it(dirs, no_network, sha256):
+    """Issue 40 item 1: c7eb000 accepted any bytes with a ``<file>.content-verified.json``
+    holding their sha256 beside them, without running the content check."""
+    def reject(path):
+        raise ChecksumMismatchError(f"{path}: bad content")
+
+    path = put(dirs["shared1"] / "toy" / "toy.csv", b"edited bytes\n")
+    path.with_name("toy.csv.content-verified.json").write_text(
+        json.dumps({"sha256": hashlib.sha256(b"edited bytes\n").hexdigest()}))
+    with pytest.raises(ChecksumMismatchError, match="bad content"):
+        locate.obtain("toy", [CanonicalFile("toy.csv", URL, sha256, content_check=reject)])
 
 
 def test_failed_content_check_leaves_nothing(dirs):

@@ -128,3 +128,16 @@ def test_idx_cache_is_refreshed_when_the_source_changes(tmp_path, monkeypatch):
     assert len(images.load_fashion_mnist(first).y_train) == 3
     assert len(images.load_fashion_mnist(second).y_train) == 4
     assert len(images.load_fashion_mnist(first).y_train) == 3
+
+
+def test_idx_cache_is_rewritten_when_the_cached_file_was_edited(tmp_path, monkeypatch):
+    """The gunzipped copy is reused only while its own bytes are the ones written from the
+    verified source: an edited cached file (same source) is replaced, not read."""
+    monkeypatch.setenv("DPMINIMAX_CACHE", str(tmp_path / "cache"))
+    paths = {p.name: p for p in write_canonical_sample("fashion-mnist", tmp_path / "a", 3, 0)}
+    labels = images.load_fashion_mnist(paths).y_train.copy()
+    cached = tmp_path / "cache" / "FashionMNIST" / "raw" / "train-labels-idx1-ubyte"
+    data = bytearray(cached.read_bytes())
+    data[8] = (data[8] + 1) % 10  # the first training label
+    cached.write_bytes(bytes(data))
+    assert np.array_equal(images.load_fashion_mnist(paths).y_train, labels)

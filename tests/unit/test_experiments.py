@@ -14,6 +14,8 @@ from dpminimax.experiments import (
     format_epsilon,
     load_experiments,
     parse_epsilon,
+    select_experiments,
+    selected_papers,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,3 +244,19 @@ def test_an_experiment_may_set_its_own_delta():
     spec["experiments"]["exp"]["delta"] = 2.0
     with pytest.raises(ExperimentConfigError, match="exp.delta"):
         expand_jobs(spec, "smoke")
+
+
+@pytest.mark.parametrize("selection, papers", [
+    (None, ["racodp", "dpfermi", "byoa"]),
+    ({}, ["racodp", "dpfermi", "byoa"]),
+    ({"racodp": ["fig4_dp"]}, ["racodp"]),  # issue 40 item 8: c7eb000 ran the other two too
+    ({"byoa": "all", "dpfermi": ["x"], "bilevel": ["y"]}, ["dpfermi", "byoa"]),
+])
+def test_a_selection_runs_only_the_papers_it_names(selection, papers):
+    assert selected_papers(["racodp", "dpfermi", "byoa"], selection) == papers
+
+
+def test_a_papers_selection_all_keeps_every_experiment():
+    spec = {"paper": "p", "experiments": {"a": {}, "b": {}}}
+    assert select_experiments(spec, "all") == spec
+    assert list(select_experiments(spec, ["b"])["experiments"]) == ["b"]

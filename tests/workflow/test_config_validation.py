@@ -22,10 +22,10 @@ GOOD_PAPER = {
 }
 
 
-def _write_paper(root, paper):
-    path = root / "papers" / "tiny"
+def _write_paper(root, paper, paper_id="tiny"):
+    path = root / "papers" / paper_id
     path.mkdir(parents=True, exist_ok=True)
-    (path / "experiments.yaml").write_text(yaml.safe_dump(paper))
+    (path / "experiments.yaml").write_text(yaml.safe_dump({**paper, "paper": paper_id}))
 
 
 def _dry_run(root, *extra):
@@ -94,6 +94,18 @@ def test_experiments_selection_keeps_only_the_named_experiments(tmp_path):
     assert "figures/exp/" in both.stdout and "figures/other/" in both.stdout
     assert "figures/other/" in only.stdout and "figures/exp/" not in only.stdout
     assert "train/exp/" not in only.stdout
+
+
+def test_selecting_experiments_of_one_paper_runs_that_paper_only(tmp_path):
+    """Issue 40 item 8: ``experiments={tiny: [exp]}`` also planned every other paper."""
+    root = copy_workflow(tmp_path, papers=False)
+    _write_paper(root, GOOD_PAPER)
+    _write_paper(root, GOOD_PAPER, "other")
+    result = run_snakemake(root, "-n", "--config", "scale=smoke", "papers=[tiny,other]",
+                           "experiments={tiny: [exp]}")
+    assert result.returncode == 0, result.stderr
+    assert "results/tiny/train/exp/" in result.stdout
+    assert "results/other/" not in result.stdout
 
 
 @pytest.mark.parametrize(("selection", "expected"), [

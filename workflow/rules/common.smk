@@ -4,11 +4,13 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from dpminimax.config_schema import check_schema
 from dpminimax.experiments import (
     ExperimentConfigError,
     expand_jobs,
     load_experiments,
     select_experiments,
+    selected_papers,
 )
 from dpminimax.algorithms import METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
@@ -20,7 +22,20 @@ from dpminimax.provenance import (
 )
 
 
-validate(config, "../schemas/config.schema.yaml")
+SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+
+
+def check_against_schema(instance, name, source):
+    """One line naming the key and what it must be (dpminimax.config_schema), then Snakemake's
+    validate, which also fills in the schema's defaults."""
+    try:
+        check_schema(instance, SCHEMAS / name, source)
+    except ExperimentConfigError as err:
+        raise WorkflowError(str(err)) from None
+    validate(instance, str(SCHEMAS / name))
+
+
+check_against_schema(config, "config.schema.yaml", "workflow config")
 
 SCALE = config["scale"]
 # ``experiments: all`` (e.g. ``--config experiments=all`` over smoke.yaml's selection: Snakemake
@@ -51,10 +66,7 @@ def _load_paper(paper):
         spec = load_experiments(path)
     except ExperimentConfigError as err:
         raise WorkflowError(str(err)) from None
-    try:
-        validate(spec, "../schemas/experiments.schema.yaml")
-    except WorkflowError as err:
-        raise WorkflowError(f"{path}: invalid experiments file", err) from None
+    check_against_schema(spec, "experiments.schema.yaml", str(path))
     try:
         spec = select_experiments(spec, SELECTED.get(paper), source=str(path))
         jobs = expand_jobs(
@@ -66,14 +78,14 @@ def _load_paper(paper):
     return spec, jobs
 
 
-# A selection for a paper not in ``papers`` is ignored (smoke.yaml selects for every paper);
-# one for a paper that does not exist is a typo.
+# A selection runs only the papers it names ({paper: all}: every experiment of one) among
+# ``papers``; one for a paper that does not exist is a typo.
 _unknown = sorted(paper for paper in SELECTED if not experiments_file(paper).exists())
 if _unknown:
     raise WorkflowError(f"experiments: no papers/<id>/experiments.yaml for {_unknown}")
 PAPERS = {}
 JOBS = {}
-for _paper in config["papers"]:
+for _paper in selected_papers(config["papers"], SELECTED):
     PAPERS[_paper], _jobs = _load_paper(_paper)
     for _job in _jobs:
         JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, _job.epsilon)] = _job

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpminimax.algorithms import get_method
+from dpminimax.algorithms import METHODS, get_method
 from dpminimax.algorithms.base import RunSpec, require_binary_labels
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.audit import epsilon_lower_bound
@@ -115,6 +115,12 @@ def canary_scores(fit, inputs: np.ndarray, device: torch.device) -> np.ndarray:
     return np.stack([shift, np.abs(shift)])
 
 
+def auditable_methods() -> list[str]:
+    """The private methods that train on a prepared dataset, which canaries can be put in."""
+    return sorted(name for name, cls in METHODS.items()
+                  if cls.private and not cls.task.draws_data)
+
+
 def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, Any],
                  epsilon: float, delta: float, *, canaries: int = 500, norm: float = 1000.0,
                  seed: int = 0, bug: str | None = None, confidence: float = 0.95,
@@ -124,6 +130,11 @@ def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, A
     method = get_method(method_name)
     if not method.private:
         raise ValueError(f"method {method_name!r} is not private: nothing to audit")
+    if method.task.draws_data:
+        raise ValueError(
+            f"method {method_name!r} trains on a problem it draws itself (task "
+            f"{method.task.name}), not on a dataset: the canary audit runs the methods that "
+            f"train on prepared data: {', '.join(auditable_methods())}")
     audited = with_canaries(data, canaries, norm, seed)
     run = RunSpec(seed, epsilon, delta, dict(params))
     batch = 1.0

@@ -6,9 +6,9 @@ column names). The verified artefact is its content as CSV, ``default_of_credit_
 0..6, MARRIAGE 0..3), pinned by sha256. Without a local copy the spreadsheet is downloaded and
 converted with ``pandas.read_excel(header=1).to_csv(index=False)`` (needs ``xlrd``). Those bytes are
 not guaranteed to equal the pinned CSV (pandas/xlrd versions may format differently), so a
-converted file whose sha256 differs is accepted only if its *parsed content* checks out
-(30,000 rows, 6,636 defaults, the 25 UCI column names); the acceptance is recorded beside the file
-and in the dataset's meta (``verified_by``), never silent.
+CSV whose sha256 differs is accepted only if its *parsed content* is the pinned content: the
+sha256 of its 30,000 x 25 integer table (:data:`CONTENT_SHA256`), checked every time it is
+located; the acceptance is recorded in the dataset's meta (``verified_by``), never silent.
 
 Preprocessing (spec 001 §4 and §11 item 12): label ``default payment next month``; sensitive
 attribute SEX coded male = 0, female = 1 (not a feature); z-score LIMIT_BAL, AGE, BILL_AMT1-6,
@@ -18,6 +18,7 @@ EDUCATION (4), MARRIAGE (3), PAY_0, PAY_2..PAY_6 (11+11+11+11+10+10) at their ra
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +34,8 @@ XLS_URL = ("https://archive.ics.uci.edu/ml/machine-learning-databases/00350/"
            "default%20of%20credit%20card%20clients.xls")
 CSV_NAME = "default_of_credit_card_clients.csv"
 CSV_SHA256 = "4edce6da569b2c30788a85fd98a9bafb1a983e8ca1a7aac875dd7ff853cbd0bb"
+# sha256 of the pinned CSV's table of COLUMNS as little-endian int64, row-major (content_digest).
+CONTENT_SHA256 = "7d0c12ad5a87c1ba4b09d18a85664be31614e173fe5fb6feca9bfb568e3f6749"
 LABEL = "default payment next month"
 PAY = ["PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"]
 BILL = [f"BILL_AMT{i}" for i in range(1, 7)]
@@ -84,14 +87,24 @@ def fetch_credit_csv(dest: Path) -> None:
         pd.read_excel(xls, header=1, engine="xlrd").to_csv(dest, index=False)
 
 
+def content_digest(frame: pd.DataFrame) -> str:
+    """sha256 of the table of :data:`COLUMNS` as little-endian int64, row-major: the content
+    of the CSV whatever its text formatting."""
+    table = np.ascontiguousarray(frame[COLUMNS].to_numpy("<i8"))
+    return hashlib.sha256(table.tobytes()).hexdigest()
+
+
 def check_credit_content(path: Path) -> None:
-    """Accept a converted CSV only if it has the canonical shape, columns and default count."""
+    """Accept a CSV whose bytes differ from the pinned copy only if its parsed table is the
+    pinned table (:data:`CONTENT_SHA256`)."""
     frame = read_credit_csv(path)
-    found = (len(frame), int(frame[LABEL].sum()))
-    if found != (EXPECTED_ROWS, EXPECTED_DEFAULTS):
+    actual = content_digest(frame)
+    if actual != CONTENT_SHA256:
         raise ChecksumMismatchError(
-            f"{path}: converted content has {found[0]} rows and {found[1]} defaults; expected "
-            f"{EXPECTED_ROWS} and {EXPECTED_DEFAULTS} (source {XLS_URL})")
+            f"{path}: content differs from the canonical table ({len(frame)} rows, "
+            f"{int(frame[LABEL].sum())} defaults, content sha256 {actual}; expected "
+            f"{EXPECTED_ROWS} rows, {EXPECTED_DEFAULTS} defaults, content sha256 "
+            f"{CONTENT_SHA256}). Never used; replace it with the canonical file ({XLS_URL}).")
 
 
 FILES = (CanonicalFile(CSV_NAME, XLS_URL, CSV_SHA256, fetch=fetch_credit_csv,

@@ -50,8 +50,9 @@ def _sums(text: str) -> dict[str, str]:
 def gunzip_to_cache(paths: Mapping[str, Path], class_name: str) -> Path:
     """Gunzip the IDX files into ``<cache>/<class_name>/raw/``; return the torchvision root.
 
-    A file is rewritten only when the sha256 of its source ``.gz`` (kept in a ``.source-sha256``
-    stamp beside it) changed.
+    A cached file is reused only while its ``.source-sha256`` stamp holds the sha256 of the
+    verified source ``.gz`` and of the cached file's own current bytes; otherwise (a new source,
+    or an edited cached file) it is written again from the source.
     """
     root = cache_dir()
     raw = root / class_name / "raw"
@@ -59,12 +60,13 @@ def gunzip_to_cache(paths: Mapping[str, Path], class_name: str) -> Path:
         target = raw / name.removesuffix(".gz")
         stamp = target.with_name(target.name + ".source-sha256")
         source_sha = file_digest(paths[name])
-        if target.is_file() and stamp.is_file() and stamp.read_text() == source_sha:
+        if (target.is_file() and stamp.is_file()
+                and stamp.read_text() == f"{source_sha} {file_digest(target)}"):
             continue
         with atomic_path(target) as tmp, gzip.open(paths[name], "rb") as source:
             tmp.write_bytes(source.read())
         with atomic_path(stamp) as tmp:
-            tmp.write_text(source_sha)
+            tmp.write_text(f"{source_sha} {file_digest(target)}")
     return root
 
 

@@ -8,23 +8,22 @@ Search order for a file ``F`` of dataset ``D`` (first hit wins):
 looking in each directory at ``<dir>/D/F`` and then ``<dir>/F``. A file found nowhere is downloaded
 from its canonical URL into ``<raw dir>/D/F`` (atomically) and verified. Any failure ends in one
 :class:`DatasetNotFoundError` naming every missing file, its URL, the paths searched and where to
-put it. A file whose checksum differs is never used: :class:`ChecksumMismatchError`.
+put it. A file whose checksum differs is never used: :class:`ChecksumMismatchError`. A file that
+matches no pin is accepted only by its ``content_check``, run every time it is located: nothing
+written beside a file (which anyone can forge) vouches for its bytes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from dpminimax.atomic import atomic_path, write_json
+from dpminimax.atomic import atomic_path
 from dpminimax.data.checksum import file_digest
 from dpminimax.data.download import download
 from dpminimax.data.errors import ChecksumMismatchError, DataError, DatasetNotFoundError
 from dpminimax.data.schema import CanonicalFile, LocatedFile
-
-STAMP_SUFFIX = ".content-verified.json"
 
 
 def raw_dir() -> Path:
@@ -52,11 +51,11 @@ def verify(path: Path, file: CanonicalFile) -> LocatedFile:
     """Check ``path`` against the pins of ``file``; raise :class:`ChecksumMismatchError`."""
     actual = file_digest(path)
     how = _pinned_match(path, file, actual)
-    if how is None and file.content_check is not None and _stamped_sha256(path) == actual:
-        how = f"content (converted from the canonical source; see {path.name}{STAMP_SUFFIX})"
-    if how is None and file.sha256 is None and file.content_check is not None:
-        file.content_check(path)  # no published checksum: the content is checked on every load
-        how = "content (no published checksum; content checked when located)"
+    if how is None and file.content_check is not None:
+        file.content_check(path)  # raises ChecksumMismatchError on any difference
+        how = ("content (no published checksum; content checked when located)"
+               if file.sha256 is None else
+               "content (bytes differ from the pinned copy; content checked when located)")
     if how is None:
         raise _mismatch(str(path), file, actual)
     return LocatedFile(file.filename, path, actual, file.url, how)
@@ -96,9 +95,6 @@ def _fetch(dataset: str, file: CanonicalFile) -> LocatedFile:
         how = _pinned_match(tmp, file, actual)
         if how is None and file.content_check is not None:
             file.content_check(tmp)
-            write_json(dest.with_name(dest.name + STAMP_SUFFIX), {
-                "sha256": actual, "pinned_sha256": file.sha256, "source": file.url,
-                "note": "bytes differ from the pinned copy; content checked on conversion"})
             how = "content (checked on conversion from the canonical source)"
         if how is None:
             raise _mismatch(f"download from {file.url}", file, actual)
@@ -120,11 +116,6 @@ def _mismatch(where: str, file: CanonicalFile, actual: str) -> ChecksumMismatchE
         f"{where}: checksum mismatch for {file.filename!r}: expected {expected}, got "
         f"sha256 {actual}. The file is corrupt or a different version; never used. Replace it "
         f"with the canonical file from {file.url}.")
-
-
-def _stamped_sha256(path: Path) -> str | None:
-    stamp = path.with_name(path.name + STAMP_SUFFIX)
-    return json.loads(stamp.read_text())["sha256"] if stamp.is_file() else None
 
 
 def _not_found_message(dataset: str, missing: list[tuple[CanonicalFile, str]]) -> str:

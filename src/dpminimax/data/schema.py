@@ -27,9 +27,9 @@ class CanonicalFile:
     published by a third party for the same file on the canonical host (torchvision's MNIST and
     CelebA checksums), used when the pinned copy is a lossless re-encoding. ``fetch`` replaces the
     plain download when the canonical source publishes the content in another format (or raises
-    with instructions when only a manual download is possible); files it produces may be accepted
-    by ``content_check`` instead of ``sha256`` (the acceptance is recorded beside the file and in
-    the dataset's meta).
+    with instructions when only a manual download is possible); a file matching no pin is accepted
+    only by ``content_check``, run every time it is located (the acceptance is recorded in the
+    dataset's meta).
     """
 
     filename: str
@@ -139,10 +139,16 @@ def assemble(
     sources: list[LocatedFile],
     split: Mapping[str, Any],
 ) -> PreparedDataset:
-    """Cast ``arrays`` to the prepared dtypes and compute the summary ``meta``."""
+    """Cast ``arrays`` to the prepared dtypes and compute the summary ``meta``; refuse a split
+    that cannot train or evaluate (an empty training or test split)."""
     x_train = np.ascontiguousarray(arrays["x_train"], dtype=np.float32)
     x_test = np.ascontiguousarray(arrays["x_test"], dtype=np.float32)
     y = {part: np.asarray(arrays[f"y_{part}"], dtype=np.int64) for part in ("train", "test")}
+    if not (len(y["train"]) and len(y["test"])):
+        raise ValueError(
+            f"dataset {spec.name!r} with max_rows={split.get('max_rows')}: {len(y['train'])} "
+            f"training and {len(y['test'])} test row(s); both splits need a row (to train and "
+            "to evaluate): raise max_rows")
     s = {part: np.asarray(arrays[f"s_{part}"], dtype=np.int64) for part in ("train", "test")}
     binary = len(label_names) == 2
     meta = {
