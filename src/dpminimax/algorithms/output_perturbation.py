@@ -19,6 +19,11 @@ high-probability sensitivities:
   paper's sigma_b = (8 L / (n epsilon)) sqrt(2 log(5 / delta) / (mu_b mu)), i.e. the multiplier
   2 sqrt(2 log(5 / delta)) / epsilon (each block at (epsilon / 2, delta / 4)).
 
+Ablation ``project: true`` projects every released block onto its ball (post-processing, free:
+the plan and its privacy record do not change); the paper's algorithms release unprojected.
+Every run reports ``release_outside_ball``, the share of its released blocks that left their
+ball before any projection.
+
 In both, delta / 2 is the paper's allowance for the solver's failure probability and delta / 2
 is the mechanism's (Def. 2 applied at delta / 2). ``sigma="paper"`` uses the paper's
 multiplier; its record is the accountant's epsilon of the releases at delta / 2, and
@@ -41,7 +46,7 @@ import numpy as np
 import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
+from dpminimax.algorithms.params import ACCOUNTANT, FLAG, Check, one_of
 from dpminimax.algorithms.problem_method import (
     PROBLEM_CHECKS,
     PROBLEM_PARAMETERS,
@@ -64,7 +69,7 @@ from dpminimax.solvers import (
     solve_runs,
 )
 
-SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "project")
 #: The base-solver parameters of Algs. 1-5 (:mod:`dpminimax.solvers`). How an iterative base
 #: solver stops: on its certificate (the accuracy condition holds with
 #: probability 1), or after the iterations its a-priori rate needs for the paper's
@@ -73,6 +78,10 @@ SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 #: E9: the runs count the calls whose point misses the condition).
 SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact", "stopping": "certificate"}
 SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS), "stopping": one_of(*STOPPINGS)}
+#: The projection ablation of the output-perturbation methods (:meth:`ReleaseTally.release`):
+#: off, the paper's algorithms as written.
+PROJECT_PARAMETERS: dict[str, Any] = {"project": False}
+PROJECT_CHECKS: dict[str, Check] = {"project": FLAG}
 
 
 class OutputPerturbation(ProblemMethod):
@@ -84,10 +93,12 @@ class OutputPerturbation(ProblemMethod):
     paper: ClassVar[str] = "byoa"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "sigma": "paper",
-                                            "accountant": "pld", **SOLVER_PARAMETERS}
+                                            "accountant": "pld", **SOLVER_PARAMETERS,
+                                            **PROJECT_PARAMETERS}
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),
-                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS}
+                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS,
+                                          **PROJECT_CHECKS}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     utility_bounds = staticmethod(output_perturbation_bounds)
 
@@ -117,7 +128,8 @@ class OutputPerturbation(ProblemMethod):
         problem = self.problem(shared)
         return OutputProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], BaseSolvers.of(resolved, runs),
-                             plans, device=device, ridge=ridges.pop())
+                             plans, device=device, ridge=ridges.pop(),
+                             project=bool(shared["project"]))
 
 
 class RidgeOutputPerturbation(OutputPerturbation):
@@ -311,17 +323,43 @@ def calibrated_multiplier(blocks: int, target: float, delta: float, accountant: 
     return calibrated
 
 
+class ReleaseTally:
+    """Every run's released blocks so far and how many of them left their ball (before any
+    projection): the ``release_outside_ball`` share of the projection ablation."""
+
+    def __init__(self, runs: int) -> None:
+        self.outside = [0] * runs
+        self.released = [0] * runs
+
+    def release(self, problem: Problem, block: str, released: torch.Tensor,
+                project: bool) -> torch.Tensor:
+        """Count the runs' releases of ``block`` (R, dim) and, with ``project``, return them
+        projected onto the block's ball (post-processing of the noisy release: the privacy
+        record is unchanged); else as released."""
+        ball = problem.block(block)
+        outside = (torch.linalg.vector_norm(released, dim=-1) > ball.radius).tolist()
+        self.outside = [count + bool(o) for count, o in zip(self.outside, outside, strict=True)]
+        self.released = [count + 1 for count in self.released]
+        return ball.project(released) if project else released
+
+    def counters(self) -> list[dict[str, float]]:
+        return [{"release_outside_ball": outside / released}
+                for outside, released in zip(self.outside, self.released, strict=True)]
+
+
 class OutputProgram:
     """One step: every run's empirical solution by its base solver (certified to
     :func:`output_target`; its randomness from stream ``"solver"``), each block released with
-    its noise (stream ``"noise_<block>"``). ``model`` is the problem; ``counters`` are the
-    runs' :meth:`BaseSolvers.counters`. With ``ridge`` the empirical objective gets the ridge of
-    :func:`ridged_constants` (a proximal term centred at 0)."""
+    its noise (stream ``"noise_<block>"``; with ``project`` then projected onto its ball,
+    post-processing). ``model`` is the problem; ``counters`` are the runs'
+    :meth:`BaseSolvers.counters` and :class:`ReleaseTally` share. With ``ridge`` the empirical
+    objective gets the ridge of :func:`ridged_constants` (a proximal term centred at 0)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
                  seeds: Sequence[int], solvers: BaseSolvers, plans: Sequence[RunPlan], *,
-                 device: torch.device, ridge: float = 0.0) -> None:
+                 device: torch.device, ridge: float = 0.0, project: bool = False) -> None:
         self.model, self.samples, self.steps = problem, samples, 1
+        self.project, self.tally = project, ReleaseTally(len(seeds))
         self.solvers = solvers
         self.n = len(next(iter(samples[0].values())))
         self.target = output_target(problem, self.n, ridge)
@@ -342,10 +380,11 @@ class OutputProgram:
         runs = len(self.samples)
         solutions = self.solvers.solve(self.model, self.samples, [self.prox] * runs,
                                        [self.target] * runs, self.solver_streams)
-        self.counters = self.solvers.counters(self.n)
-        self.state = {name: release.perturb(torch.stack([s[name] for s in solutions]),
-                                            self.noise[name])
+        self.state = {name: self.tally.release(self.model, name, release.perturb(
+            torch.stack([s[name] for s in solutions]), self.noise[name]), self.project)
                       for name, release in self.releases.items()}
+        self.counters = [{**solver, **tally} for solver, tally in zip(
+            self.solvers.counters(self.n), self.tally.counters(), strict=True)]
 
 
 ExactSolution = nonprivate_twin(
