@@ -245,7 +245,8 @@ def ridged_constants(problem: Problem, ridge: float) -> Constants:
 class BaseSolvers:
     """Every run's base solver, its stopping rule and privacy delta (for Markov stopping), and
     what the runs' solver calls have cost so far: evaluations (None: the exact solver's, not
-    counted) and, under Markov stopping, the calls whose point missed its target."""
+    counted) and, under Markov stopping, the calls whose point missed its target and the
+    audit's largest values over the run's calls (:meth:`counters`)."""
 
     names: list[str]
     stopping: str
@@ -255,11 +256,13 @@ class BaseSolvers:
     calls: int = 0
     #: Under Markov stopping, the miss probability the proofs allow each call.
     allowed: float | None = None
+    ratios: list[dict[str, float]] = field(default_factory=list)
 
     @classmethod
     def of(cls, resolved: Sequence[dict[str, Any]], runs: Sequence[RunSpec]) -> BaseSolvers:
         return cls([str(p["solver"]) for p in resolved], str(resolved[0]["stopping"]),
-                   min(run.delta for run in runs), [None] * len(runs), [0] * len(runs))
+                   min(run.delta for run in runs), [None] * len(runs), [0] * len(runs),
+                   ratios=[{} for _ in runs])
 
     def solve(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
               proxes: Sequence[Prox | None], targets: Sequence[Target | float],
@@ -274,17 +277,28 @@ class BaseSolvers:
         for r, solution in enumerate(solved):
             if solution.gradient_evaluations is not None:
                 self.evaluations[r] = (self.evaluations[r] or 0) + solution.gradient_evaluations
-            if markov and not solution.meets_target:
-                self.missed[r] += 1
+            if markov:
+                self.missed[r] += not solution.meets_target
+                measured = {"accuracy_ratio": solution.ratio, **{
+                    f"accuracy_ratio_{level}": ratio
+                    for level, ratio in solution.probes.items()},
+                    "markov_iterations": solution.planned,
+                    "iterations_to_accuracy": solution.met if solution.met >= 0 else math.inf}
+                self.ratios[r] = {key: max(value, self.ratios[r].get(key, value))
+                                  for key, value in measured.items()}
         return [solution.point for solution in solved]
 
     def counters(self, n: int) -> list[dict[str, float]]:
         """Every run's metric columns: :func:`solver_counters` and, under Markov stopping,
-        ``accuracy_violations`` of its ``solver_calls`` and the ``allowed_miss_rate`` per
-        call."""
+        ``accuracy_violations`` of its ``solver_calls``, the ``allowed_miss_rate`` per call
+        and, the largest over its calls, ``accuracy_ratio`` (``accuracy_ratio_<level>``: at
+        the iterations of the audit level, :data:`~dpminimax.solvers.AUDIT_LEVELS`), the
+        ``markov_iterations`` planned and the ``iterations_to_accuracy`` after which the
+        point first met its condition (inf: never)."""
         audit = [{"accuracy_violations": missed, "solver_calls": self.calls,
-                  "allowed_miss_rate": self.allowed}
-                 if self.stopping == "markov" else {} for missed in self.missed]
+                  "allowed_miss_rate": self.allowed, **ratios}
+                 if self.stopping == "markov" else {}
+                 for missed, ratios in zip(self.missed, self.ratios, strict=True)]
         return [{**solver_counters(count, n), **extra}
                 for count, extra in zip(self.evaluations, audit, strict=True)]
 
