@@ -257,12 +257,13 @@ class BaseSolvers:
     #: Under Markov stopping, the miss probability the proofs allow each call.
     allowed: float | None = None
     ratios: list[dict[str, float]] = field(default_factory=list)
+    level_misses: list[dict[str, int]] = field(default_factory=list)
 
     @classmethod
     def of(cls, resolved: Sequence[dict[str, Any]], runs: Sequence[RunSpec]) -> BaseSolvers:
         return cls([str(p["solver"]) for p in resolved], str(resolved[0]["stopping"]),
                    min(run.delta for run in runs), [None] * len(runs), [0] * len(runs),
-                   ratios=[{} for _ in runs])
+                   ratios=[{} for _ in runs], level_misses=[{} for _ in runs])
 
     def solve(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
               proxes: Sequence[Prox | None], targets: Sequence[Target | float],
@@ -286,6 +287,10 @@ class BaseSolvers:
                     "iterations_to_accuracy": solution.met if solution.met >= 0 else math.inf}
                 self.ratios[r] = {key: max(value, self.ratios[r].get(key, value))
                                   for key, value in measured.items()}
+                self.level_misses[r] = {
+                    f"accuracy_misses_{level}": self.level_misses[r].get(
+                        f"accuracy_misses_{level}", 0) + int(ratio > 1.0)
+                    for level, ratio in solution.probes.items()}
         return [solution.point for solution in solved]
 
     def counters(self, n: int) -> list[dict[str, float]]:
@@ -294,11 +299,14 @@ class BaseSolvers:
         and, the largest over its calls, ``accuracy_ratio`` (``accuracy_ratio_<level>``: at
         the iterations of the audit level, :data:`~dpminimax.solvers.AUDIT_LEVELS`), the
         ``markov_iterations`` planned and the ``iterations_to_accuracy`` after which the
-        point first met its condition (inf: never)."""
+        point first met its condition (inf: never), and the calls whose point at an audit
+        level's iterations missed the condition (``accuracy_misses_<level>``; in expectation
+        at most the calls x the level, Markov's bound)."""
         audit = [{"accuracy_violations": missed, "solver_calls": self.calls,
-                  "allowed_miss_rate": self.allowed, **ratios}
+                  "allowed_miss_rate": self.allowed, **ratios, **misses}
                  if self.stopping == "markov" else {}
-                 for missed, ratios in zip(self.missed, self.ratios, strict=True)]
+                 for missed, ratios, misses in zip(self.missed, self.ratios, self.level_misses,
+                                                   strict=True)]
         return [{**solver_counters(count, n), **extra}
                 for count, extra in zip(self.evaluations, audit, strict=True)]
 
