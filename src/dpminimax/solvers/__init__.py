@@ -141,8 +141,11 @@ def solve_runs(names: str | Sequence[str], problem: Problem, samples: Sequence[E
     ``stopping="markov"`` (spec 003 §6 E9, the accuracy-condition audit): no certificate; each
     run makes the iterations after which the solver's a-priori rate (:attr:`Solver.rate`)
     meets the in-expectation accuracy of the paper's Markov route at privacy ``delta``
-    (:func:`~dpminimax.solvers.base.markov_iterations`), and comes back :class:`Audited` (the
-    count as with the certificate: each iteration's full operator, the last one unused)."""
+    (:func:`~dpminimax.solvers.base.markov_iterations`, from the solver's rate and potential),
+    and comes back :class:`Audited` (the count as with the certificate: each iteration's full
+    operator, the last one unused), its ratio to the exact subproblem solution measured at the
+    stop, at the iterations of each audit level and at every check (the first that meets the
+    target); the exact solutions are a diagnostic, never returned as the point."""
     if stopping not in STOPPINGS or (stopping == "markov") == (delta is None):
         raise ValueError(f"stopping {stopping!r} with delta {delta}: use 'certificate', or "
                          f"'markov' with the privacy delta")
