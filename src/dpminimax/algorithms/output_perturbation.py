@@ -19,6 +19,11 @@ high-probability sensitivities:
   paper's sigma_b = (8 L / (n epsilon)) sqrt(2 log(5 / delta) / (mu_b mu)), i.e. the multiplier
   2 sqrt(2 log(5 / delta)) / epsilon (each block at (epsilon / 2, delta / 4)).
 
+Ablation ``project: true`` projects every released block onto its ball (post-processing, free:
+the plan and its privacy record do not change); the paper's algorithms release unprojected.
+Every run reports ``release_outside_ball``, the share of its released blocks that left their
+ball before any projection.
+
 In both, delta / 2 is the paper's allowance for the solver's failure probability and delta / 2
 is the mechanism's (Def. 2 applied at delta / 2). ``sigma="paper"`` uses the paper's
 multiplier; its record is the accountant's epsilon of the releases at delta / 2, and
@@ -41,7 +46,7 @@ import numpy as np
 import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.params import ACCOUNTANT, Check, one_of
+from dpminimax.algorithms.params import ACCOUNTANT, FLAG, Check, one_of
 from dpminimax.algorithms.problem_method import (
     PROBLEM_CHECKS,
     PROBLEM_PARAMETERS,
@@ -64,7 +69,7 @@ from dpminimax.solvers import (
     solve_runs,
 )
 
-SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "project")
 #: The base-solver parameters of Algs. 1-5 (:mod:`dpminimax.solvers`). How an iterative base
 #: solver stops: on its certificate (the accuracy condition holds with
 #: probability 1), or after the iterations its a-priori rate needs for the paper's
@@ -73,6 +78,10 @@ SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
 #: E9: the runs count the calls whose point misses the condition).
 SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact", "stopping": "certificate"}
 SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS), "stopping": one_of(*STOPPINGS)}
+#: The projection ablation of the output-perturbation methods (:meth:`ReleaseTally.release`):
+#: off, the paper's algorithms as written.
+PROJECT_PARAMETERS: dict[str, Any] = {"project": False}
+PROJECT_CHECKS: dict[str, Check] = {"project": FLAG}
 
 
 class OutputPerturbation(ProblemMethod):
@@ -84,10 +93,12 @@ class OutputPerturbation(ProblemMethod):
     paper: ClassVar[str] = "byoa"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "sigma": "paper",
-                                            "accountant": "pld", **SOLVER_PARAMETERS}
+                                            "accountant": "pld", **SOLVER_PARAMETERS,
+                                            **PROJECT_PARAMETERS}
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),
-                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS}
+                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS,
+                                          **PROJECT_CHECKS}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
     utility_bounds = staticmethod(output_perturbation_bounds)
 
@@ -117,7 +128,8 @@ class OutputPerturbation(ProblemMethod):
         problem = self.problem(shared)
         return OutputProgram(problem, self.samples(problem, runs, resolved, device),
                              [run.seed for run in runs], BaseSolvers.of(resolved, runs),
-                             plans, device=device, ridge=ridges.pop())
+                             plans, device=device, ridge=ridges.pop(),
+                             project=bool(shared["project"]))
 
 
 class RidgeOutputPerturbation(OutputPerturbation):
@@ -233,7 +245,8 @@ def ridged_constants(problem: Problem, ridge: float) -> Constants:
 class BaseSolvers:
     """Every run's base solver, its stopping rule and privacy delta (for Markov stopping), and
     what the runs' solver calls have cost so far: evaluations (None: the exact solver's, not
-    counted) and, under Markov stopping, the calls whose point missed its target."""
+    counted) and, under Markov stopping, the calls whose point missed its target and the
+    audit's largest values over the run's calls (:meth:`counters`)."""
 
     names: list[str]
     stopping: str
@@ -243,11 +256,14 @@ class BaseSolvers:
     calls: int = 0
     #: Under Markov stopping, the miss probability the proofs allow each call.
     allowed: float | None = None
+    ratios: list[dict[str, float]] = field(default_factory=list)
+    level_misses: list[dict[str, int]] = field(default_factory=list)
 
     @classmethod
     def of(cls, resolved: Sequence[dict[str, Any]], runs: Sequence[RunSpec]) -> BaseSolvers:
         return cls([str(p["solver"]) for p in resolved], str(resolved[0]["stopping"]),
-                   min(run.delta for run in runs), [None] * len(runs), [0] * len(runs))
+                   min(run.delta for run in runs), [None] * len(runs), [0] * len(runs),
+                   ratios=[{} for _ in runs], level_misses=[{} for _ in runs])
 
     def solve(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
               proxes: Sequence[Prox | None], targets: Sequence[Target | float],
@@ -262,17 +278,35 @@ class BaseSolvers:
         for r, solution in enumerate(solved):
             if solution.gradient_evaluations is not None:
                 self.evaluations[r] = (self.evaluations[r] or 0) + solution.gradient_evaluations
-            if markov and not solution.meets_target:
-                self.missed[r] += 1
+            if markov:
+                self.missed[r] += not solution.meets_target
+                measured = {"accuracy_ratio": solution.ratio, **{
+                    f"accuracy_ratio_{level}": ratio
+                    for level, ratio in solution.probes.items()},
+                    "markov_iterations": solution.planned,
+                    "iterations_to_accuracy": solution.met if solution.met >= 0 else math.inf}
+                self.ratios[r] = {key: max(value, self.ratios[r].get(key, value))
+                                  for key, value in measured.items()}
+                self.level_misses[r] = {
+                    f"accuracy_misses_{level}": self.level_misses[r].get(
+                        f"accuracy_misses_{level}", 0) + int(ratio > 1.0)
+                    for level, ratio in solution.probes.items()}
         return [solution.point for solution in solved]
 
     def counters(self, n: int) -> list[dict[str, float]]:
         """Every run's metric columns: :func:`solver_counters` and, under Markov stopping,
-        ``accuracy_violations`` of its ``solver_calls`` and the ``allowed_miss_rate`` per
-        call."""
+        ``accuracy_violations`` of its ``solver_calls``, the ``allowed_miss_rate`` per call
+        and, the largest over its calls, ``accuracy_ratio`` (``accuracy_ratio_<level>``: at
+        the iterations of the audit level, :data:`~dpminimax.solvers.AUDIT_LEVELS`), the
+        ``markov_iterations`` planned and the ``iterations_to_accuracy`` after which the
+        point first met its condition (inf: never), and the calls whose point at an audit
+        level's iterations missed the condition (``accuracy_misses_<level>``; in expectation
+        at most the calls x the level, Markov's bound)."""
         audit = [{"accuracy_violations": missed, "solver_calls": self.calls,
-                  "allowed_miss_rate": self.allowed}
-                 if self.stopping == "markov" else {} for missed in self.missed]
+                  "allowed_miss_rate": self.allowed, **ratios, **misses}
+                 if self.stopping == "markov" else {}
+                 for missed, ratios, misses in zip(self.missed, self.ratios, self.level_misses,
+                                                   strict=True)]
         return [{**solver_counters(count, n), **extra}
                 for count, extra in zip(self.evaluations, audit, strict=True)]
 
@@ -311,17 +345,43 @@ def calibrated_multiplier(blocks: int, target: float, delta: float, accountant: 
     return calibrated
 
 
+class ReleaseTally:
+    """Every run's released blocks so far and how many of them left their ball (before any
+    projection): the ``release_outside_ball`` share of the projection ablation."""
+
+    def __init__(self, runs: int) -> None:
+        self.outside = [0] * runs
+        self.released = [0] * runs
+
+    def release(self, problem: Problem, block: str, released: torch.Tensor,
+                project: bool) -> torch.Tensor:
+        """Count the runs' releases of ``block`` (R, dim) and, with ``project``, return them
+        projected onto the block's ball (post-processing of the noisy release: the privacy
+        record is unchanged); else as released."""
+        ball = problem.block(block)
+        outside = (torch.linalg.vector_norm(released, dim=-1) > ball.radius).tolist()
+        self.outside = [count + bool(o) for count, o in zip(self.outside, outside, strict=True)]
+        self.released = [count + 1 for count in self.released]
+        return ball.project(released) if project else released
+
+    def counters(self) -> list[dict[str, float]]:
+        return [{"release_outside_ball": outside / released}
+                for outside, released in zip(self.outside, self.released, strict=True)]
+
+
 class OutputProgram:
     """One step: every run's empirical solution by its base solver (certified to
     :func:`output_target`; its randomness from stream ``"solver"``), each block released with
-    its noise (stream ``"noise_<block>"``). ``model`` is the problem; ``counters`` are the
-    runs' :meth:`BaseSolvers.counters`. With ``ridge`` the empirical objective gets the ridge of
-    :func:`ridged_constants` (a proximal term centred at 0)."""
+    its noise (stream ``"noise_<block>"``; with ``project`` then projected onto its ball,
+    post-processing). ``model`` is the problem; ``counters`` are the runs'
+    :meth:`BaseSolvers.counters` and :class:`ReleaseTally` share. With ``ridge`` the empirical
+    objective gets the ridge of :func:`ridged_constants` (a proximal term centred at 0)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
                  seeds: Sequence[int], solvers: BaseSolvers, plans: Sequence[RunPlan], *,
-                 device: torch.device, ridge: float = 0.0) -> None:
+                 device: torch.device, ridge: float = 0.0, project: bool = False) -> None:
         self.model, self.samples, self.steps = problem, samples, 1
+        self.project, self.tally = project, ReleaseTally(len(seeds))
         self.solvers = solvers
         self.n = len(next(iter(samples[0].values())))
         self.target = output_target(problem, self.n, ridge)
@@ -342,10 +402,11 @@ class OutputProgram:
         runs = len(self.samples)
         solutions = self.solvers.solve(self.model, self.samples, [self.prox] * runs,
                                        [self.target] * runs, self.solver_streams)
-        self.counters = self.solvers.counters(self.n)
-        self.state = {name: release.perturb(torch.stack([s[name] for s in solutions]),
-                                            self.noise[name])
+        self.state = {name: self.tally.release(self.model, name, release.perturb(
+            torch.stack([s[name] for s in solutions]), self.noise[name]), self.project)
                       for name, release in self.releases.items()}
+        self.counters = [{**solver, **tally} for solver, tally in zip(
+            self.solvers.counters(self.n), self.tally.counters(), strict=True)]
 
 
 ExactSolution = nonprivate_twin(

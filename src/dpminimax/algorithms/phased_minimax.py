@@ -25,6 +25,9 @@ The C-C program interleaves the two algorithms (they do not read each other's ou
 2k - 1 is Alg. 4's phase k, step 2k Alg. 5's; its output is (x~_K, y~_K). The C-SC program has
 one step per phase and releases, and outputs, x only.
 
+Ablation ``project: true`` projects every release onto its ball (post-processing: the plan and
+its record do not change; the paper's algorithms release unprojected).
+
 Privacy, derived from the releases (:mod:`dpminimax.privacy.release`). Inside one algorithm the
 phases read disjoint chunks and compose in parallel (:class:`Parallel`, Lemma A.1); Algs. 4 and
 5 read the same data and compose sequentially (:class:`Repeat` of the two parallel trees,
@@ -53,6 +56,8 @@ import torch
 
 from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.output_perturbation import (
+    PROJECT_CHECKS,
+    PROJECT_PARAMETERS,
     SOLVER_CHECKS,
     SOLVER_PARAMETERS,
     BaseSolvers,
@@ -79,7 +84,7 @@ from dpminimax.privacy.release import Repeat
 from dpminimax.problems import Block, Problem
 from dpminimax.solvers import Target, check_solver
 
-SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping")
+SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "project")
 
 
 def cc_regularization(lipschitz: float, diameter: float, dim: int, n: int, epsilon: float,
@@ -116,7 +121,8 @@ class PhasedGameMethod(ProblemMethod):
     private: ClassVar[bool] = True
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),
-                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS}
+                                          "accountant": ACCOUNTANT, **SOLVER_CHECKS,
+                                          **PROJECT_CHECKS}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 
     @staticmethod
@@ -147,7 +153,8 @@ class PhasedGameMethod(ProblemMethod):
                              [run.seed for run in runs], resolved, plans,
                              BaseSolvers.of(resolved, runs), self.sides(x.name, y.name),
                              self.target(problem),
-                             phase_schedule(int(shared["n"])), device=device)
+                             phase_schedule(int(shared["n"])),
+                             project=bool(shared["project"]), device=device)
 
 
 class PhasedMinimaxOutputPerturbation(PhasedGameMethod):
@@ -158,7 +165,7 @@ class PhasedMinimaxOutputPerturbation(PhasedGameMethod):
     label: ClassVar[str] = "Phased output perturbation for C-C min-max (BYOA Algs. 4 o 5)"
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "problem": "g2_bilinear_game",
                                             "sigma": "paper", "accountant": "pld",
-                                            **SOLVER_PARAMETERS}
+                                            **SOLVER_PARAMETERS, **PROJECT_PARAMETERS}
     utility_bounds = staticmethod(phased_minimax_bounds)
 
     @staticmethod
@@ -196,7 +203,7 @@ class CscOutputPerturbation(PhasedGameMethod):
     label: ClassVar[str] = "C-SC variant of BYOA Alg. 4 (Cor. 4.9)"
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "problem": "g4_csc_game",
                                             "sigma": "paper", "accountant": "pld",
-                                            **SOLVER_PARAMETERS}
+                                            **SOLVER_PARAMETERS, **PROJECT_PARAMETERS}
     utility_bounds = staticmethod(csc_bounds)
 
     @staticmethod

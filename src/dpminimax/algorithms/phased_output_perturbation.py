@@ -36,6 +36,7 @@ from dpminimax.algorithms.output_perturbation import (
     SOLVER_CHECKS,
     SOLVER_PARAMETERS,
     BaseSolvers,
+    ReleaseTally,
     output_plan,
     output_releases,
 )
@@ -184,7 +185,9 @@ class PhasedProgram:
     any, at mu around 0; and releases the block (stream ``"noise_<block>"``; with ``project``
     projected onto its ball, post-processing). ``state`` holds
     the released blocks after the steps so far, ``counters`` the runs' solver counts so far
-    (:meth:`~dpminimax.algorithms.output_perturbation.BaseSolvers.counters`)."""
+    (:meth:`~dpminimax.algorithms.output_perturbation.BaseSolvers.counters`) and the share of
+    their releases that left the ball (:class:`~dpminimax.algorithms.output_perturbation.
+    ReleaseTally`)."""
 
     def __init__(self, problem: Problem, samples: Sequence[dict[str, torch.Tensor]],
                  seeds: Sequence[int], params: Sequence[dict[str, Any]],
@@ -194,6 +197,7 @@ class PhasedProgram:
                  device: torch.device) -> None:
         self.model, self.samples, self.sides, self.target = problem, samples, sides, target
         self.schedule, self.project = schedule, project
+        self.tally = ReleaseTally(len(seeds))
         phases = schedule.phases
         self.steps = phases * len(sides)
         self.mu = [float(p["mu"]) for p in params]
@@ -224,10 +228,10 @@ class PhasedProgram:
                      for (_, moduli), mu in zip(proxes, self.mu, strict=True)],
             self.solver_streams)
         points = [point[block] for point in solved]
-        self.counters = self.solvers.counters(self.n)
-        released = self.releases[block, k].perturb(torch.stack(points), self.noise[block])
-        if self.project:
-            released = self.model.block(block).project(released)
+        released = self.tally.release(self.model, block, self.releases[block, k].perturb(
+            torch.stack(points), self.noise[block]), self.project)
+        self.counters = [{**solver, **tally} for solver, tally in zip(
+            self.solvers.counters(self.n), self.tally.counters(), strict=True)]
         self.state = {**self.state, block: released}
         self.done += 1
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpminimax.report.accuracy_audit import accuracy_audit_table
+from dpminimax.report.accuracy_audit import accuracy_audit_table, markov_ratio_table
 from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
 from dpminimax.report.collapse import collapse_table, plot_collapse
@@ -27,6 +27,7 @@ from dpminimax.report.low_budget import plot_low_budget
 from dpminimax.report.output_rule import output_rule_table
 from dpminimax.report.pareto import dominance_table, plot_pareto
 from dpminimax.report.pilot import pilot_table, plot_pilot
+from dpminimax.report.projection import projection_ablation_table
 from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
 from dpminimax.report.rates import plot_rate, slopes_table
 from dpminimax.report.satisfaction import plot_constraint_satisfaction
@@ -211,6 +212,8 @@ FIGURES: dict[str, Drawer] = {
 #: Per-experiment tables (``tables:`` in experiments.yaml): runs table -> one CSV.
 TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "accuracy_audit": accuracy_audit_table,   # BYOA E9
+    "markov_ratio_audit": markov_ratio_table,   # BYOA E9 on a randomized solver (issue 36)
+    "projection_ablation": projection_ablation_table,   # BYOA releases projected (issue 36)
     "dominance_dp": lambda table: dominance_table(table, "dp_violation"),   # cross-paper
     "slopes_population_risk": lambda table: slopes_table(table, "excess_population_risk"),
     "slopes_empirical_risk": lambda table: slopes_table(table, "excess_empirical_risk"),

@@ -20,9 +20,11 @@ import torch
 
 from dpminimax.problems.base import Examples, Point, Problem, Prox, stack_examples
 from dpminimax.solvers.base import (
+    AUDIT_LEVELS,
     SolverError,
     Subproblem,
     Target,
+    distance_potential,
     markov_failure,
     markov_iterations,
 )
@@ -31,6 +33,9 @@ from dpminimax.solvers.minimization import (
     gradient_descent,
     gradient_descent_rate,
     katyusha,
+    prox_svrg,
+    prox_svrg_potential,
+    prox_svrg_rate,
     svrg,
 )
 from dpminimax.solvers.saddle import extragradient, extragradient_rate, palaniappan_bach_svrg
@@ -46,12 +51,14 @@ class Solver:
     """A base solver: ``run(subproblem, start)`` returns every run's certified point (blocks
     (R, dim)); ``saddle``: whether it solves min-max problems (the others minimize only);
     ``rate``: per run (R, 1), the factor by which an iteration (one certificate check apart)
-    shrinks ||z - z*||^2 with known constants, for Markov stopping (None: none known at the
-    spec's step sizes, spec 003 §7 row 3)."""
+    shrinks, in expectation, a bound on ||z - z*||^2 with known constants, for Markov stopping
+    (None: none known at the spec's step sizes, spec 003 §7 row 3); ``potential``: per run
+    (R,), that bound at the start (None: :func:`~dpminimax.solvers.base.distance_potential`)."""
 
     run: Callable[[Subproblem, Point], Point] | None
     saddle: bool
     rate: Callable[[Subproblem], torch.Tensor] | None = None
+    potential: Callable[[Subproblem, Point], torch.Tensor] | None = None
 
 
 SOLVERS: dict[str, Solver] = {
@@ -60,6 +67,7 @@ SOLVERS: dict[str, Solver] = {
     "agd": Solver(accelerated_gradient, False),
     "svrg": Solver(svrg, False),
     "katyusha": Solver(katyusha, False),
+    "prox_svrg": Solver(prox_svrg, False, prox_svrg_rate, prox_svrg_potential),
     "extragradient": Solver(extragradient, True, extragradient_rate),
     "pb_svrg": Solver(palaniappan_bach_svrg, True),
 }
@@ -74,12 +82,19 @@ class Solution(NamedTuple):
 
 
 class Audited(NamedTuple):
-    """An uncertified point of Markov stopping (spec 003 §6 E9), its evaluations and whether it
-    meets the target (checked against the exact solution, not counted)."""
+    """An uncertified point of Markov stopping (spec 003 §6 E9), its evaluations, whether it
+    meets the target and its ratio ||z - z*||_w / r (checked against the exact solution, not
+    counted), the ratio at each audit level's iteration (:data:`~dpminimax.solvers.base.
+    AUDIT_LEVELS`), the iterations planned and the first after which the point met its target
+    (-1: never)."""
 
     point: Point
     gradient_evaluations: int
     meets_target: bool
+    ratio: float
+    probes: dict[str, float]
+    planned: int
+    met: int
 
 
 def check_solver(name: str, problem: Problem, stopping: str = "certificate") -> None:
@@ -126,8 +141,11 @@ def solve_runs(names: str | Sequence[str], problem: Problem, samples: Sequence[E
     ``stopping="markov"`` (spec 003 §6 E9, the accuracy-condition audit): no certificate; each
     run makes the iterations after which the solver's a-priori rate (:attr:`Solver.rate`)
     meets the in-expectation accuracy of the paper's Markov route at privacy ``delta``
-    (:func:`~dpminimax.solvers.base.markov_iterations`), and comes back :class:`Audited` (the
-    count as with the certificate: each iteration's full operator, the last one unused)."""
+    (:func:`~dpminimax.solvers.base.markov_iterations`, from the solver's rate and potential),
+    and comes back :class:`Audited` (the count as with the certificate: each iteration's full
+    operator, the last one unused), its ratio to the exact subproblem solution measured at the
+    stop, at the iterations of each audit level and at every check (the first that meets the
+    target); the exact solutions are a diagnostic, never returned as the point."""
     if stopping not in STOPPINGS or (stopping == "markov") == (delta is None):
         raise ValueError(f"stopping {stopping!r} with delta {delta}: use 'certificate', or "
                          f"'markov' with the privacy delta")
@@ -166,7 +184,16 @@ def _solve_group(name: str, problem: Problem, samples: list[Examples],
                              for r, point in enumerate(starts)]) for b in subproblem.names}
     start = subproblem.project(start)
     if delta is not None:
-        subproblem.planned = markov_iterations(subproblem, start, solver.rate(subproblem), delta)
+        initial = (solver.potential or distance_potential)(subproblem, start)
+        contraction = solver.rate(subproblem)
+        subproblem.planned = markov_iterations(subproblem, initial, contraction,
+                                               markov_failure(problem, delta))
+        exact = [problem.empirical_solution(sample, prox)
+                 for sample, prox in zip(samples, proxes, strict=True)]
+        subproblem.audit({b: torch.stack([z[b] for z in exact]).to(start[b])
+                          for b in subproblem.names},
+                         {level: markov_iterations(subproblem, initial, contraction, failure)
+                          for level, failure in AUDIT_LEVELS.items()})
     try:
         point = solver.run(subproblem, start)
     except SolverError as error:
@@ -175,18 +202,15 @@ def _solve_group(name: str, problem: Problem, samples: list[Examples],
                  for r, count in enumerate(subproblem.evaluations)]
     if delta is None:
         return solutions
-    return [Audited(*solution, _meets(problem, sample, prox, target, solution.point))
-            for solution, sample, prox, target in zip(solutions, samples, proxes,
-                                                      subproblem.targets, strict=True)]
+    ratios = subproblem.ratio(point).tolist()
+    probes = {level: ratio.tolist() for level, ratio in subproblem.probed.items()}
+    return [Audited(*solution, ratio <= 1.0, ratio,
+                    {level: values[r] for level, values in probes.items()}, planned, met)
+            for r, (solution, ratio, planned, met) in enumerate(zip(
+                solutions, ratios, subproblem.planned.tolist(), subproblem.met.tolist(),
+                strict=True))]
 
 
-def _meets(problem: Problem, examples: Examples, prox: Prox | None, target: Target,
-           point: Point) -> bool:
-    """Whether ``point`` meets ``target`` against the exact solution (a diagnostic)."""
-    exact = problem.empirical_solution(examples, prox)
-    return sum(target.weight(b) * float((point[b] - z).square().sum())
-               for b, z in exact.items()) <= target.radius ** 2
-
-
-__all__ = ["MAX_PASSES", "SOLVERS", "STOPPINGS", "Audited", "Solution", "Solver", "SolverError",
-           "Subproblem", "Target", "check_solver", "markov_failure", "solve", "solve_runs"]
+__all__ = ["AUDIT_LEVELS", "MAX_PASSES", "SOLVERS", "STOPPINGS", "Audited", "Solution", "Solver",
+           "SolverError", "Subproblem", "Target", "check_solver", "markov_failure", "solve",
+           "solve_runs"]

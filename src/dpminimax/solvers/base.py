@@ -129,9 +129,16 @@ class Subproblem:
         self.last_bound = torch.full((self.runs,), torch.inf, dtype=sample.dtype,
                                      device=self.device)
         self.solution = {b: torch.zeros_like(z) for b, z in self.regularizer.centers.items()}
-        #: Markov stopping (spec 003 §6 E9): each run's planned iterations (None: certify).
+        #: Markov stopping (spec 003 §6 E9): each run's planned iterations (None: certify),
+        #: and for the audit (:meth:`audit`) the exact solutions, the iterations of each audit
+        #: level and the ratio ||z - z*||_w / r measured there (NaN until reached), and the
+        #: first check at which the point met its condition (-1 until it did).
         self.planned: torch.Tensor | None = None
         self.checks = torch.zeros_like(self.evaluations)
+        self.exact: Point | None = None
+        self.probes: dict[str, torch.Tensor] = {}
+        self.probed: dict[str, torch.Tensor] = {}
+        self.met = torch.full_like(self.evaluations, -1)
 
     def operator_rows(self, point: Point, batch: Examples) -> Point:
         """The data operator of every run's examples of ``batch`` ((R, B, ...)), blocks
@@ -225,12 +232,31 @@ class Subproblem:
         ``planned`` (after that many iterations)."""
         checked = self.pending if runs is None else self.pending & runs
         if self.planned is not None:
+            ratio = self.ratio(point)
+            for level, due in self.probes.items():
+                reached = checked & (self.checks == due)
+                self.probed[level] = torch.where(reached, ratio, self.probed[level])
+            self.met = torch.where(checked & (self.met < 0) & (ratio <= 1.0), self.checks,
+                                   self.met)
             return self.record(point, checked & (self.checks >= self.planned), checked)
         bound = certificate(self, point, operator)
         self.last_bound = torch.where(checked, bound, self.last_bound)
         if not bool(torch.isfinite(bound[checked]).all()):
             raise SolverError(f"the certificate is {bound.tolist()} (the iterates diverged)")
         return self.record(point, checked & (bound <= self.radii), checked)
+
+    def audit(self, exact: Point, probes: Mapping[str, torch.Tensor]) -> None:
+        """Measure, under Markov stopping, each run's ratio at the check numbers ``probes``
+        (per level, (R,)) against the exact subproblem solutions ``exact`` (blocks (R, dim))."""
+        self.exact, self.probes = exact, dict(probes)
+        self.probed = {level: torch.full((self.runs,), torch.nan, dtype=self.radii.dtype,
+                                         device=self.device) for level in self.probes}
+
+    def ratio(self, point: Point) -> torch.Tensor:
+        """Per run (R,), sqrt(sum_b w_b ||z_b - z*_b||^2) / r against :attr:`exact` (the audit:
+        above 1, the point misses its accuracy condition)."""
+        return sum(self.weights[b].squeeze(1) * (point[b] - self.exact[b]).square().sum(-1)
+                   for b in self.names).sqrt() / self.radii
 
     def record(self, point: Point, done: torch.Tensor, checked: torch.Tensor) -> bool:
         """Keep ``point`` as the solution of the runs ``done`` (they stop); count a check of
@@ -283,24 +309,34 @@ def markov_failure(problem: Problem, delta: float) -> float:
     return delta / 8.0 if problem.maximized else delta / 4.0
 
 
-def markov_iterations(subproblem: Subproblem, start: Point, contraction: torch.Tensor,
-                      delta: float) -> torch.Tensor:
-    """Per run (R,), the iterations after which a solver whose squared distance to z* shrinks
-    by ``contraction`` (R, 1) per iteration meets the in-expectation accuracy of the paper's
-    Markov route (spec 003 §2.1, §2.3, §2.8; §6 E9), in the target's squared norm and radius r:
-    E||z - z*||_w^2 <= delta^2 r^2 / 16 on a minimization problem (gamma = delta^2 L^2 /
-    (32 mu n^2) with strong convexity and Jensen: E||z - z*|| <= delta r / 4, so Markov fails
-    with probability <= delta / 4), delta r^2 / 8 on a saddle-point problem (gamma = delta
-    L^2 / (16 mu n^2), Lemma B.1 with the target's weights the moduli: failure <= delta / 8).
-    From ||z_0 - z*||^2 <= sum_b (||z_0,b|| + radius_b)^2 (z* in the balls) and
+#: The audit levels of Markov stopping (issue 36, E9 on a randomized solver): besides the
+#: planned stop, each call's ratio ||z - z*||_w / r is also measured at the iteration after
+#: which the same route bounds the miss probability by 1/2, 1/10 and 1/100 (column tag: level).
+AUDIT_LEVELS: dict[str, float] = {"p50": 0.5, "p10": 0.1, "p1": 0.01}
+
+
+def distance_potential(subproblem: Subproblem, start: Point) -> torch.Tensor:
+    """Per run (R,), the a-priori bound sum_b (||z_0,b|| + R_b)^2 on ||z_0 - z*||^2 (z* in the
+    balls): what a solver whose squared distance contracts per iteration starts from."""
+    return sum((z.norm(dim=-1) + subproblem.blocks[b].radius).square()
+               for b, z in start.items())
+
+
+def markov_iterations(subproblem: Subproblem, initial: torch.Tensor, contraction: torch.Tensor,
+                      failure: float) -> torch.Tensor:
+    """Per run (R,), the iterations after which a solver with E||z_t - z*||^2 <= contraction^t
+    ``initial`` (contraction (R, 1), initial (R,)) meets the in-expectation accuracy of the
+    paper's Markov route with miss probability ``failure`` (spec 003 §2.1, §2.3, §2.8; §6 E9),
+    in the target's squared norm and radius r: E||z - z*||_w^2 <= failure^2 r^2 on a
+    minimization problem (Alg. 1's gamma = delta^2 L^2 / (32 mu n^2) at failure delta / 4, with
+    strong convexity and Jensen: E||z - z*|| <= failure r, so Markov misses with probability
+    <= failure), failure r^2 on a saddle-point problem (Alg. 3's gamma = delta L^2 /
+    (16 mu n^2) at failure delta / 8, Lemma B.1 with the target's weights the moduli). From
     ||.||_w^2 <= max_b w_b ||.||^2."""
     if any(math.isinf(block.radius) for block in subproblem.blocks.values()):
         raise ValueError("Markov stopping needs bounded blocks (an a-priori ||z_0 - z*||)")
-    failure = markov_failure(subproblem.problem, delta)
     share = failure if subproblem.problem.maximized else failure ** 2
     accuracy = share * subproblem.radii.square()
-    initial = sum((z.norm(dim=-1) + subproblem.blocks[b].radius).square()
-                  for b, z in start.items())
     scale = torch.stack(list(subproblem.weights.values())).amax(0).squeeze(1)
     needed = torch.log(scale * initial / accuracy) / -torch.log(contraction.squeeze(1))
     return needed.ceil().clamp(min=0).long()
@@ -308,19 +344,23 @@ def markov_iterations(subproblem: Subproblem, start: Point, contraction: torch.T
 
 def variance_reduced(subproblem: Subproblem, start: Point, prox: Quadratic,
                      shift: Mapping[str, float], step: float | torch.Tensor,
-                     inner: int | torch.Tensor) -> Point:
-    """The SVRG loop shared by prox-SVRG (spec §2.9b) and Palaniappan-Bach (§2.9d): per epoch
-    the full data operator at the snapshot (n; it certifies the snapshot), then ``inner``
-    steps z <- prox(z - step g) with g = B_i(z) - shift z - B_i(snapshot) + B(snapshot), i
-    uniform (the data's own moduli ``shift`` moved into ``prox``); the last iterate is the
-    next snapshot. n + 2 ``inner`` evaluations per epoch. One torch call per step for all runs
-    (``step``, ``inner``: per run, or one for all)."""
+                     inner: int | torch.Tensor, average: bool = False) -> Point:
+    """The SVRG loop shared by prox-SVRG (spec §2.9b), Xiao-Zhang's Prox-SVRG and
+    Palaniappan-Bach (§2.9d): per epoch the full data operator at the snapshot (n; it
+    certifies the snapshot), then ``inner`` steps z <- prox(z - step g) with g = B_i(z) - shift z
+    - B_i(snapshot) + B(snapshot), i uniform (the data's own moduli ``shift`` moved into
+    ``prox``); the next snapshot is the last iterate, or with ``average`` the mean of the
+    epoch's ``inner`` iterates (Xiao and Zhang 2014, Alg. 1). n + 2 ``inner`` evaluations per
+    epoch. One torch call per step for all runs (``step``, ``inner``: per run, or one for
+    all)."""
     snapshot = start
+    steps = torch.as_tensor(inner).expand(subproblem.runs).unsqueeze(1).clamp(min=1)
     while True:
         full = subproblem.data_operator(snapshot)
         if subproblem.certify(snapshot, add(full, subproblem.regularizer.operator(snapshot))):
             return subproblem.solution
         point = snapshot
+        total = {b: torch.zeros_like(z) for b, z in point.items()}
         for example, correction, mask in subproblem.epoch(snapshot, full, inner):
             grad = subproblem.operator_rows(point, example)
             moved = prox.prox(subproblem.blocks, {
@@ -328,7 +368,10 @@ def variance_reduced(subproblem: Subproblem, start: Point, prox: Quadratic,
                 for b, z in point.items()}, step)
             point = moved if mask is None else {b: torch.where(mask, moved[b], z)
                                                 for b, z in point.items()}
-        snapshot = point
+            if average:
+                total = {b: t + (point[b] if mask is None else torch.where(mask, point[b], 0.0))
+                         for b, t in total.items()}
+        snapshot = {b: t / steps.to(t) for b, t in total.items()} if average else point
 
 
 def add(first: Point, second: Point, scale: float | torch.Tensor = 1.0) -> Point:

@@ -1,11 +1,13 @@
 """Base solvers for the strongly convex finite-sum problems of BYOA Algs. 1 and 2 (spec 003
 §2.8, §7 row 14): projected gradient descent and Nesterov's accelerated gradient (the
 references), prox-SVRG (Johnson-Zhang 2013, Xiao-Zhang 2014; spec §2.9b) and Katyusha
-(Allen-Zhu 2017). Each solves R runs at once (a :class:`~dpminimax.solvers.base.Subproblem`)
-and stops a run only on its certificate (:func:`~dpminimax.solvers.base.certificate`) at a point
-whose full gradient it computes (counted); step sizes come from the a-priori constants, per run
-(columns (R, 1)): l the per-sample smoothness, m the strong convexity of the subproblem, L_G = l
-+ the proximal modulus.
+(Allen-Zhu 2017), and Xiao and Zhang 2014's Prox-SVRG as analysed (averaged snapshot: the
+randomized solver with a proven rate that Markov stopping is audited on). Each solves R runs
+at once (a :class:`~dpminimax.solvers.base.Subproblem`) and stops a run only on its certificate
+(:func:`~dpminimax.solvers.base.certificate`; under Markov stopping, after its planned
+iterations) at a point whose full gradient it computes (counted); step sizes come from the
+a-priori constants, per run (columns (R, 1)): l the per-sample smoothness, m the strong
+convexity of the subproblem, L_G = l + the proximal modulus.
 """
 
 from __future__ import annotations
@@ -64,6 +66,55 @@ def svrg(subproblem: Subproblem, start: Point) -> Point:
     return variance_reduced(subproblem, start, subproblem.regularizer,
                             dict.fromkeys(subproblem.names, 0.0),
                             1.0 / (4.0 * subproblem.smoothness), 2 * subproblem.n)
+
+
+#: Xiao and Zhang 2014's Prox-SVRG at step eta = 1 / (20 l) (4 l eta = 1/5) and epochs of
+#: m >= 50 kappa steps (kappa = l / m_sub): their Thm. 3.1's rate is then at most 3/4 + 1 / (4m).
+XZ_STEP = 0.05
+XZ_EPOCH = 50.0
+
+
+def prox_svrg(subproblem: Subproblem, start: Point) -> Point:
+    """Prox-SVRG exactly as Xiao and Zhang 2014 analyse it (their Alg. 1): per epoch the full
+    data gradient at the snapshot (n; it certifies the snapshot), then m =
+    :func:`prox_svrg_epoch` steps w <- prox(w - eta v), v = grad f_i(w) - grad f_i(snapshot) +
+    full, i uniform, eta = 1 / (20 l); the next snapshot is the mean of the epoch's m iterates.
+    n + 2m evaluations per epoch."""
+    return variance_reduced(subproblem, start, subproblem.regularizer,
+                            dict.fromkeys(subproblem.names, 0.0),
+                            XZ_STEP / subproblem.smoothness, prox_svrg_epoch(subproblem),
+                            average=True)
+
+
+def prox_svrg_epoch(subproblem: Subproblem) -> torch.Tensor:
+    """Per run (R,), Prox-SVRG's epoch length m = max(n, ceil(50 l / m_sub)), m_sub the
+    subproblem's strong convexity (data plus proximal term)."""
+    kappa = subproblem.smoothness / smallest(subproblem.moduli)
+    return (XZ_EPOCH * kappa).ceil().long().clamp(min=subproblem.n).squeeze(1)
+
+
+def prox_svrg_rate(subproblem: Subproblem) -> torch.Tensor:
+    """Per run (R, 1), Xiao and Zhang 2014 Thm. 3.1's factor rho = 1 / (m_sub eta (1 - 4 l eta)
+    m) + 4 l eta (m + 1) / ((1 - 4 l eta) m) by which an epoch shrinks E[P(w) - P*] (P the
+    m_sub-strongly convex subproblem, f_i convex and l-smooth, the proximal term and the ball
+    in the prox), hence the potential of :func:`prox_svrg_potential` (Markov stopping)."""
+    eta = XZ_STEP / subproblem.smoothness
+    shrink = 4.0 * subproblem.smoothness * eta
+    epoch = prox_svrg_epoch(subproblem).unsqueeze(1).to(subproblem.radii.dtype)
+    return (1.0 / (smallest(subproblem.moduli) * eta * (1.0 - shrink) * epoch)
+            + shrink * (epoch + 1.0) / ((1.0 - shrink) * epoch))
+
+
+def prox_svrg_potential(subproblem: Subproblem, start: Point) -> torch.Tensor:
+    """Per run (R,), an a-priori bound on ||w_0 - w*||^2 <= 2 (P(w_0) - P*) / m_sub, the
+    potential :func:`prox_svrg_rate` contracts (then E||w_s - w*||^2 <= rho^s times it, by
+    strong convexity at the constrained minimizer): P(w_0) - P* <= ||grad P(w_0)|| ||w_0 - w*||
+    (convexity) with ||grad P(w_0)|| <= L + ||p (w_0 - c)|| (L the problem's a-priori Lipschitz
+    constant on the ball, p and c the proximal term's) and ||w_0 - w*|| <= ||w_0|| + R."""
+    prox = subproblem.regularizer.operator(start)
+    gap = sum((subproblem.problem.constants.lipschitz + prox[b].norm(dim=-1))
+              * (z.norm(dim=-1) + subproblem.blocks[b].radius) for b, z in start.items())
+    return 2.0 * gap / smallest(subproblem.moduli).squeeze(1)
 
 
 def katyusha(subproblem: Subproblem, start: Point) -> Point:
