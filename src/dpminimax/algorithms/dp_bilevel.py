@@ -49,6 +49,7 @@ from dpminimax.algorithms.bilevel_inner import (
     loc_gd_schedule,
     localized_radii,
     modulus_shrink,
+    outside_ball,
     project_ball,
     solution_lipschitz,
     subproblems,
@@ -630,7 +631,7 @@ class BilevelProgram:
         else:
             unprojected = problem.y.project(self._solve("y_lambda", x))
             y_lambda = project_ball(unprojected, y, self.y_radius)
-            projected = (unprojected - y_lambda).abs().amax(-1) > 0
+            projected = outside_ball(unprojected, y, self.y_radius)
             total = (self.n * problem.public_outer(x, y, y_lambda, self.lam) if self.public_outer
                      else self._outer_sum(x, y, y_lambda))
         # Section 7's outer vector is post-processing of the inner releases (§4.3, A14); a
