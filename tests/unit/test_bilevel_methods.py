@@ -479,3 +479,13 @@ def test_projection_active_rate_counts_only_steps_the_projection_moves():
         assert counters["inner_error_max"] + counters["inner_error_lambda_max"] < half_radius
         assert counters["projection_active_rate"] == 0.0
     assert [c["projection_active_rate"] for c in outside.counters] == pytest.approx([1.0] * 3)
+
+
+def test_start_gradient_reaches_the_problem_and_only_p_a_takes_it():
+    method = get_method("dp_bilevel")
+    fixed = method.problem(method.resolve({"start_gradient": 0.2, "d_y": 64}))
+    spec = method.problem(method.resolve({"d_y": 64}))
+    assert not torch.equal(fixed.u0, spec.u0)
+    with pytest.raises(ValueError, match="pa_linear_response only"):
+        method.problem(method.resolve({"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10,
+                                       "start_gradient": 0.2}))
