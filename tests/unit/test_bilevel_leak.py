@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from dpminimax import api
-from dpminimax.attacks import bilevel_leak
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
+from dpminimax.attacks import bilevel_leak
 from dpminimax.attacks.bilevel_leak import (
     CONTROL,
     direction,
