@@ -374,7 +374,7 @@ class DpAid(DpBilevel):
 
 
 #: Section 7's defaults (spec §4): P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
-#: lambda_min (A5: 1,298 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
+#: lambda_min (A5: 1,300 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
 #: on pilot samples of n = 1000, larger near omega_min; 1 / (2 L) = 0.16 converges too slowly
 #: in the flat region, eta = 10 oscillates) and T = 50.
 TUNING = {"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10, "lam": 1500.0, "eta": 3.0,
