@@ -87,7 +87,8 @@ def _draw_setting(table: pd.DataFrame, left, right) -> None:
     left.barh(np.arange(len(table)), table["auc"], color=colours, label="on x_out")
     left.scatter(table["auc_inner"], np.arange(len(table)), marker="x", color="black",
                  zorder=3, label="on the inner releases")
-    left.legend(frameon=False, fontsize="small", loc="lower right")
+    left.legend(frameon=False, fontsize="small", loc="upper center", ncol=2,
+                bbox_to_anchor=(0.5, -0.25))
     left.set_yticks(np.arange(len(table)), labels)
     left.invert_yaxis()
     left.axvline(0.5, color="grey", linestyle=":", linewidth=1.0)
