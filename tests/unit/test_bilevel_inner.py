@@ -12,6 +12,8 @@ from dpminimax.algorithms.bilevel_inner import (
     Subproblem,
     loc_gd,
     loc_gd_schedule,
+    outside_ball,
+    project_ball,
     subproblems,
 )
 from dpminimax.kernels.sampling import take_batch
@@ -91,3 +93,19 @@ def test_output_perturbation_error_matches_the_theorem_8_2_shape():
               for n in SIZES]
     assert 0.5 <= scaled[0] / scaled[1] <= 2.0
     assert all(0.5 <= value <= 1.5 for value in scaled)
+
+
+def test_outside_ball_counts_only_points_the_projection_moves():
+    """A point project_ball already returned (on the sphere up to round-off) or one strictly
+    inside is not outside; one beyond the radius by a relative 1e-9 is."""
+    generator = make_generator(0, "ball")
+    center = 5.0 * torch.randn(200, D, generator=generator, dtype=torch.float64)
+    gap = torch.randn(200, D, generator=generator, dtype=torch.float64)
+    radius = 0.5 + torch.rand(200, generator=generator, dtype=torch.float64)
+    unit = gap / torch.linalg.vector_norm(gap, dim=-1, keepdim=True)
+    projected = project_ball(center + 3.0 * radius.unsqueeze(-1) * unit, center, radius)
+    assert not bool(outside_ball(projected, center, radius).any())
+    assert not bool(outside_ball(center + 0.9 * radius.unsqueeze(-1) * unit, center,
+                                 radius).any())
+    assert bool(outside_ball(center + (1 + 1e-9) * radius.unsqueeze(-1) * unit, center,
+                             radius).all())

@@ -1,6 +1,8 @@
 """The §3 leak (spec 002 §3.2) on P-D: one exact hypergradient (M0), the non-private penalty
 method (M1) and the naive outer noise (M2) tell S+ from S- perfectly and give xi_n back to
-machine precision; Algorithm 1 (M3) keeps its empirical epsilon below its epsilon. The study
+machine precision; Algorithm 1 (M3) keeps its empirical epsilon below its epsilon, on x_out and
+on its inner releases, each epsilon on its own seeds, and the same statistics on an un-noised
+release (the positive control) reach AUC 1. The study
 runs several (d, n) settings (leak: settings in experiments.yaml), d = 10 and n = 1000 among
 them (spec §7's E1 row)."""
 
@@ -15,8 +17,11 @@ import pytest
 import torch
 
 from dpminimax import api
+from dpminimax.algorithms import get_method
+from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks import bilevel_leak
 from dpminimax.attacks.bilevel_leak import (
+    CONTROL,
     direction,
     distinguish,
     leak_settings,
@@ -51,8 +56,41 @@ def test_exact_and_naive_mechanisms_leak_the_last_example(rows, mechanism):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_algorithm_1_keeps_the_empirical_epsilon_below_its_epsilon(rows, epsilon):
     row = rows["M3", epsilon]
-    assert row["epsilon_hat"] < epsilon
+    assert row["epsilon_hat"] < epsilon and row["epsilon_hat_inner"] < epsilon
+    assert row["auc"] < 0.75 and row["auc_inner"] < 0.75
+
+
+def test_the_positive_control_sees_the_un_noised_leak_on_both_statistics(rows):
+    row = rows[CONTROL, math.inf]
+    assert row["auc"] == 1.0 and row["auc_inner"] == 1.0
+    assert row["epsilon_hat"] > 3.0 and row["epsilon_hat_inner"] > 3.0
+
+
+def test_the_inner_release_attack_has_power_where_the_releases_are_nearly_exact():
+    """At epsilon 200 (d = 1, n = 100) each inner release's noise is about 0.1 and the 2 T
+    releases average it below the 2 / n = 0.02 the neighbours move them by: the attack on
+    them is near perfect, while x_out, under C_out-calibrated outer noise, stays near chance."""
+    (row,) = [r for r in leak_table(d=1, n=100, runs=60, epsilons=(200.0,), delta=1e-5,
+                                    params=PARAMS) if r["mechanism"] == "M3"]
+    assert row["auc_inner"] > 0.95
     assert row["auc"] < 0.75
+
+
+def test_every_case_runs_on_its_own_seeds(monkeypatch):
+    """Each mechanism, and each epsilon of M3, draws its noise from a seed block no other case
+    reads."""
+    seen = []
+    real = bilevel_leak.outputs
+
+    def spy(mechanism, sample, seeds, epsilon, delta, params):
+        seen.append(set(seeds))
+        return real(mechanism, sample, seeds, epsilon, delta, params)
+
+    monkeypatch.setattr(bilevel_leak, "outputs", spy)
+    leak_table(d=1, n=50, runs=4, epsilons=(1.0, 2.0), delta=1e-5,
+               params={**PARAMS, "outer_steps": 3})
+    assert len(seen) == 2 * 6
+    assert sum(map(len, seen)) == len(set().union(*seen)) == 2 * 6 * 4
 
 
 # ------------------------------------------------------------------ settings of a leak: block
@@ -117,11 +155,36 @@ def test_chunks_and_repeats_give_what_one_program_gives(monkeypatch):
     plus, _ = neighbours(10, 1000, 0)
     whole = outputs("M3", plus, range(6), 2.0, 1e-5, PARAMS)
     monkeypatch.setattr(bilevel_leak, "CHUNK_ELEMENTS", 4 * 1000 * 10)  # 4 runs a chunk
-    assert torch.equal(outputs("M3", plus, range(6), 2.0, 1e-5, PARAMS), whole)
-    assert len(whole.unique(dim=0)) == 6
-    repeated = outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS)
+    chunked = outputs("M3", plus, range(6), 2.0, 1e-5, PARAMS)
+    assert set(chunked) == {"x", "inner"}
+    for key in chunked:
+        assert torch.equal(chunked[key], whole[key])
+        assert len(whole[key].unique(dim=0)) == 6
+    repeated = outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS)["x"]
     monkeypatch.setattr(bilevel_leak, "DETERMINISTIC", ("M0",))
-    assert torch.equal(outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS), repeated)
+    assert torch.equal(outputs("M1", plus, range(5), math.inf, 1e-5, PARAMS)["x"], repeated)
+
+
+def test_the_inner_statistic_weighs_each_release_by_its_response_over_its_variance():
+    """M3's ``inner`` is sum_t sum_k (r_k / sigma_k^2) y~_{k,t}. One step from x0 = 0 on S+
+    and S- with the same seed (the same noise): the releases differ by r_k 2 u / n
+    (y* = xi_bar, y^lambda(0) = lambda xi_bar / (1 + lambda)), so the statistic differs along
+    u by (2 / n) (1 / sigma_y^2 + (lambda / (1 + lambda))^2 / sigma_l^2) and not across u."""
+    n, lam = 40, PARAMS["lam"]
+    plus, minus = neighbours(3, n, 0)
+    u = direction(plus, minus)
+    method = get_method("dp_bilevel")
+    runs = [RunSpec(0, 50.0, 1e-5, {"problem": "pd_leak_example", "d_x": 3, "d_y": 3,
+                                    **PARAMS, "outer_steps": 1})]
+    gap = (bilevel_leak.released(method, plus, runs)["inner"]
+           - bilevel_leak.released(method, minus, runs)["inner"])[0]
+    _, _, (plan,) = method.plan_runs(plus, runs)
+    sigma = {name: plan.release(f"inner_{name}").noise_multiplier
+             * plan.release(f"inner_{name}").sensitivity for name in ("y", "y_lambda")}
+    expected = 2 / n * (1 / sigma["y"] ** 2 + (lam / (1 + lam)) ** 2 / sigma["y_lambda"] ** 2)
+    assert float(gap @ u) == pytest.approx(expected, rel=1e-9)
+    torch.testing.assert_close(gap - (gap @ u) * u, torch.zeros(3, dtype=torch.float64),
+                               rtol=0, atol=1e-9 * expected)
 
 
 # ------------------------------------------------------------------ a two-setting study
@@ -144,10 +207,10 @@ def test_every_setting_has_its_rows(study):
     assert {"d", "n", "runs", "mechanism", "epsilon"} <= set(back.columns)
     for (d, n), runs in {(1, 100): 60, (10, 1000): 40}.items():
         rows = back[(back["d"] == d) & (back["n"] == n)]
-        assert sorted(rows["mechanism"]) == ["M0", "M1", "M2", "M3", "M3"]
+        assert sorted(rows["mechanism"]) == ["M0", "M1", "M2", "M3", "M3", CONTROL]
         assert set(rows.loc[rows["mechanism"] == "M3", "epsilon"]) == {0.5, 4.0}
         assert (rows["runs"] == runs).all()
-    assert len(back) == len(table) == 10
+    assert len(back) == len(table) == 12
     assert all(path.stat().st_size > 1000 for path in figures)
 
 

@@ -456,3 +456,36 @@ def test_warm_start_plans_as_a1_locgd_and_starts_from_the_previous_release():
         "name": "op_warm", "fixed": {**dp_bilevel.DpBilevel.fixed, "warm_start": True}})
     with pytest.raises(ValueError, match="warm start"):
         op_warm().plan(RunSpec(0, 2.0, DELTA, {**SMALL, **params}), 200)
+
+
+
+def test_projection_active_rate_counts_only_steps_the_projection_moves():
+    """§2.7b projects y~l onto B(y~, r), r = 2 L0f / (lambda mu_g). It cannot act at the
+    exact solutions (||y^lambda - y*|| <= L0f / (lambda mu_g) = r / 2, Lemma 8.5): NP-Pen's
+    rate is 0; nor where both releases are within r / 2 of them together (A1-OP at n 4000,
+    epsilon 8, lambda 10: errors about 0.1 each, r / 2 = 0.72), although ||y~l - y~|| is then
+    no exact difference of nearby floats (the former test, any coordinate of y~l - Proj(y~l)
+    nonzero, counted 35-55% of these steps). With OP noise of std >> r (lambda 1000: r =
+    0.014; n 60, epsilon 0.5) the two independent releases are never within r: rate 1."""
+    exact = get_method("np_pen").fit(None, _runs("np_pen", math.inf, outer_steps=10), CPU)
+    inside = get_method("dp_bilevel").fit(
+        None, _runs("dp_bilevel", 8.0, n=4000, d_x=4, d_y=16, lam=10.0, outer_steps=10), CPU)
+    outside = get_method("dp_bilevel").fit(
+        None, _runs("dp_bilevel", 0.5, outer_steps=10, lam=1000.0), CPU)
+    assert [c["projection_active_rate"] for c in exact.counters] == [0.0] * 3
+    problem = get_method("dp_bilevel").problem(inside.resolved_params[0])
+    half_radius = problem.constants.l0f / (10.0 * problem.constants.mu_g)
+    for counters in inside.counters:
+        assert counters["inner_error_max"] + counters["inner_error_lambda_max"] < half_radius
+        assert counters["projection_active_rate"] == 0.0
+    assert [c["projection_active_rate"] for c in outside.counters] == pytest.approx([1.0] * 3)
+
+
+def test_start_gradient_reaches_the_problem_and_only_p_a_takes_it():
+    method = get_method("dp_bilevel")
+    fixed = method.problem(method.resolve({"start_gradient": 0.2, "d_y": 64}))
+    spec = method.problem(method.resolve({"d_y": 64}))
+    assert not torch.equal(fixed.u0, spec.u0)
+    with pytest.raises(ValueError, match="pa_linear_response only"):
+        method.problem(method.resolve({"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10,
+                                       "start_gradient": 0.2}))

@@ -213,3 +213,33 @@ def test_pa_population_statistics_match_a_large_fresh_sample():
         error = (draws.mean(0) - population[key][0].reshape(-1)).abs()
         standard_error = draws.std(0) / len(draws) ** 0.5
         assert bool((error <= 4 * standard_error).all()), key
+
+
+#: The (d_x, d_y) of the dimension sweeps e3_dx and e3_dy.
+SWEEP_DIMS = ((1, 16), (2, 16), (4, 16), (16, 16), (4, 4), (4, 64))
+
+
+def _start_gradient(d_x: int, d_y: int, **kwargs) -> float:
+    problem = get_bilevel_problem("pa_linear_response", d_x=d_x, d_y=d_y, seed=0, **kwargs)
+    x0 = torch.zeros(1, d_x, dtype=torch.float64)
+    return float(torch.linalg.vector_norm(
+        problem.hypergradient(x0, problem.population_statistics())))
+
+
+def test_pa_start_gradient_is_held_across_the_sweep_dimensions():
+    """P-A's spec draw gives ||grad F_P(0)|| ~ (a / 2) ||u0 - v0|| sqrt(d_x / d_y): 0.41 at
+    (4, 4), 0.089 at (4, 64); with start_gradient 0.2 it is 0.2 (to the unit-ball
+    projection's correction) at every (d_x, d_y) of the sweeps, and the rest of the instance
+    (M0, the constants) is the spec's."""
+    drawn = [_start_gradient(d_x, d_y) for d_x, d_y in SWEEP_DIMS]
+    assert max(drawn) / min(drawn) > 4
+    held = [_start_gradient(d_x, d_y, start_gradient=0.2) for d_x, d_y in SWEEP_DIMS]
+    assert held == pytest.approx([0.2] * len(SWEEP_DIMS), rel=0.01)
+    for d_x, d_y in SWEEP_DIMS:
+        spec, fixed = (get_bilevel_problem("pa_linear_response", d_x=d_x, d_y=d_y, seed=0,
+                                           **kwargs)
+                       for kwargs in ({}, {"start_gradient": 0.2}))
+        assert torch.equal(spec.m0, fixed.m0) and spec.constants == fixed.constants
+        assert float(torch.linalg.vector_norm(fixed.u0)) <= 0.5 + 1e-12
+    with pytest.raises(ValueError, match="start_gradient"):
+        get_bilevel_problem("pa_linear_response", d_x=4, d_y=16, start_gradient=0.6)

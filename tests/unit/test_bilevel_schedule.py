@@ -127,6 +127,16 @@ def test_the_dimension_experiments_expand_at_every_scale(scale):
         assert job.params["schedule"] == "theory" and isinstance(job.params[fixed], int)
         assert len(job.params[swept]) == (2 if scale == "smoke" else
                                           4 if swept == "d_x" else 3)
+        # one start gradient across the sweep: ||grad F_P(x0)|| is held, not redrawn per d
+        method = get_method(job.method)
+        starts = []
+        for value in job.params[swept]:
+            problem = method.problem(method.resolve({**job.params, swept: value}))
+            x0 = torch.zeros(1, problem.x.dim, dtype=problem.dtype)
+            starts.append(float(torch.linalg.vector_norm(
+                problem.hypergradient(x0, problem.population_statistics()))))
+        assert job.params["start_gradient"] > 0
+        assert starts == pytest.approx([job.params["start_gradient"]] * len(starts), rel=0.01)
 
 
 @pytest.mark.parametrize("axis", ["d_x", "d_y"])

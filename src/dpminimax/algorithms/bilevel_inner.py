@@ -27,6 +27,8 @@ from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.problems.bilevel import BilevelConstants
 
+#: Ulps of slack :func:`outside_ball` allows for the round-off of ||value - center||.
+ROUND_OFF = 16
 #: The subproblems of one outer step: y~ ~ argmin g(x_t, .), y~l ~ argmin f + lambda g.
 SUBPROBLEMS = ("y", "y_lambda")
 
@@ -128,6 +130,17 @@ def project_ball(value: torch.Tensor, center: torch.Tensor, radius: torch.Tensor
     norms = torch.linalg.vector_norm(gap, dim=-1, keepdim=True)
     return center + gap * torch.clamp(radius.unsqueeze(-1) / torch.clamp(norms, min=1e-300),
                                       max=1.0)
+
+
+def outside_ball(value: torch.Tensor, center: torch.Tensor,
+                 radius: torch.Tensor) -> torch.Tensor:
+    """Whether :func:`project_ball` moves each run's ``value`` (R,): ||value - center|| exceeds
+    the radius by more than the round-off of the difference (a few ulp of the operands'
+    scale), so a point on or inside the sphere, or one :func:`project_ball` already returned,
+    is not counted."""
+    norms = torch.linalg.vector_norm(value - center, dim=-1)
+    scale = radius + torch.linalg.vector_norm(center, dim=-1) + norms
+    return norms - radius > ROUND_OFF * torch.finfo(value.dtype).eps * scale
 
 
 def loc_gd(example_grads: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],

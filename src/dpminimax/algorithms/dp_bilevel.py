@@ -49,6 +49,7 @@ from dpminimax.algorithms.bilevel_inner import (
     loc_gd_schedule,
     localized_radii,
     modulus_shrink,
+    outside_ball,
     project_ball,
     solution_lipschitz,
     subproblems,
@@ -72,8 +73,8 @@ from dpminimax.seeding import make_generator
 from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
 
 RELEASES = ("inner_y", "inner_y_lambda", "outer")
-SHARED = ("problem", "instance", "d_x", "d_y", "n", "outer_steps", "inner_steps", "accountant",
-          "schedule", "c_T")
+SHARED = ("problem", "instance", "start_gradient", "d_x", "d_y", "n", "outer_steps",
+          "inner_steps", "accountant", "schedule", "c_T")
 #: §5.2's schedule multipliers, frozen at the argmin of the pilot's median ||G_{F_S,eta}||
 #: (spec §6.2 "Grids", A2, A22: experiment e3_pilot, P-A at n = 10^4, epsilon 1, on seeds no
 #: evaluation run uses; claim schedule_multipliers_frozen checks that they agree). At
@@ -124,11 +125,13 @@ class DpBilevel(Method):
     task = BILEVEL_OPTIMIZATION
     uses_sensitive_attribute: ClassVar[bool] = False
     parameters: ClassVar[dict[str, Any]] = {
-        "problem": "pa_linear_response", "instance": 0, "d_x": 4, "d_y": 16, "n": 1000,
+        "problem": "pa_linear_response", "instance": 0, "start_gradient": 0.0, "d_x": 4,
+        "d_y": 16, "n": 1000,
         "outer_steps": 100, "lam": 10.0, "eta": 0.1, "inner_steps": 0, "gamma": 0.05,
         "accountant": "rdp", "schedule": "fixed", "c_lam": C_LAM, "c_T": C_T}
     checks: ClassVar[dict[str, Check]] = {
-        "problem": one_of(*BILEVEL_PROBLEMS), "instance": NON_NEGATIVE, "d_x": COUNT,
+        "problem": one_of(*BILEVEL_PROBLEMS), "instance": NON_NEGATIVE,
+        "start_gradient": NON_NEGATIVE, "d_x": COUNT,
         "d_y": COUNT, "n": COUNT, "outer_steps": COUNT, "lam": POSITIVE, "eta": POSITIVE,
         "inner_steps": NON_NEGATIVE, "gamma": POSITIVE, "accountant": ACCOUNTANT,
         "schedule": one_of("fixed", "theory"), "c_lam": POSITIVE, "c_T": POSITIVE}
@@ -149,9 +152,14 @@ class DpBilevel(Method):
 
     @staticmethod
     def problem(params: dict[str, Any]) -> BilevelProblem:
-        """The instance (``instance``) of ``problem`` in dimensions (``d_x``, ``d_y``)."""
+        """The instance (``instance``) of ``problem`` in dimensions (``d_x``, ``d_y``); a
+        ``start_gradient`` > 0 (P-A only) holds ||grad F_P(x0)|| at it across dimensions."""
+        start = float(params.get("start_gradient", 0.0))
+        if start > 0 and params["problem"] != "pa_linear_response":
+            raise ValueError("start_gradient is a parameter of pa_linear_response only; got "
+                             f"problem {params['problem']!r}")
         return _problem(str(params["problem"]), int(params["instance"]), int(params["d_x"]),
-                        int(params["d_y"]))
+                        int(params["d_y"]), start)
 
     def sample_size(self, data: FixedSample | None, shared: dict[str, Any]) -> int:
         return data.n if isinstance(data, FixedSample) else int(shared["n"])
@@ -366,7 +374,7 @@ class DpAid(DpBilevel):
 
 
 #: Section 7's defaults (spec §4): P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
-#: lambda_min (A5: 1,298 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
+#: lambda_min (A5: 1,300 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
 #: on pilot samples of n = 1000, larger near omega_min; 1 / (2 L) = 0.16 converges too slowly
 #: in the flat region, eta = 10 oscillates) and T = 50.
 TUNING = {"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10, "lam": 1500.0, "eta": 3.0,
@@ -473,7 +481,9 @@ class BilevelProgram:
     """R runs of Alg. 1 (module docstring); one :meth:`step` is one outer iteration. ``state``
     is the output x_{t_out}; ``counters`` are each run's largest inner errors and bias
     ||g_t - grad L*_lambda(x_t)|| over the steps and how often the projection of §2.7b was
-    active (evaluation only: they read the exact inner solutions)."""
+    active (evaluation only: they read the exact inner solutions). ``released`` holds the last
+    step's inner releases y~ and y~l, projected onto Y (post-processing), before §2.7b's
+    projection (what an attack on the releases reads)."""
 
     def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
                  runs: Sequence[RunSpec], resolved: Sequence[dict[str, Any]],
@@ -542,6 +552,7 @@ class BilevelProgram:
             self.steps, (1,), generator=make_generator(run.seed, "output"))) for run in runs],
             device=device)
         self.t = 0
+        self.released: dict[str, torch.Tensor] = {}
         keys = (("inner_error_max", "bias_max") if self.gradient == "aid" else
                 ("inner_error_max", "inner_error_lambda_max", "bias_max",
                  "projection_active_rate"))
@@ -624,13 +635,15 @@ class BilevelProgram:
     def step(self) -> None:
         problem, x = self.model, self.x
         y = problem.y.project(self._solve("y", x))
+        self.released = {"y": y}
         y_lambda = projected = None
         if self.gradient == "aid":  # Eq. (1) at the released y~ (DP-AID; NP-AID at y*)
             total = self.n * problem.hypergradient_at(x, y, self.stats)
         else:
             unprojected = problem.y.project(self._solve("y_lambda", x))
+            self.released["y_lambda"] = unprojected
             y_lambda = project_ball(unprojected, y, self.y_radius)
-            projected = (unprojected - y_lambda).abs().amax(-1) > 0
+            projected = outside_ball(unprojected, y, self.y_radius)
             total = (self.n * problem.public_outer(x, y, y_lambda, self.lam) if self.public_outer
                      else self._outer_sum(x, y, y_lambda))
         # Section 7's outer vector is post-processing of the inner releases (§4.3, A14); a
@@ -667,8 +680,9 @@ class BilevelProgram:
 
 
 @functools.lru_cache(maxsize=64)
-def _problem(name: str, instance: int, d_x: int, d_y: int) -> BilevelProblem:
-    return get_bilevel_problem(name, d_x=d_x, d_y=d_y, seed=instance)
+def _problem(name: str, instance: int, d_x: int, d_y: int, start: float) -> BilevelProblem:
+    extra = {"start_gradient": start} if start > 0 else {}
+    return get_bilevel_problem(name, d_x=d_x, d_y=d_y, seed=instance, **extra)
 
 
 NpPen = nonprivate_twin(

@@ -5,12 +5,21 @@ u = e_1. Mechanisms, each run N times per dataset (one batched program):
 * M0: one exact hypergradient at 0, grad F_S(0) = xi_bar (Eq. (1));
 * M1: NP-Pen (``np_pen``), x_out -> -xi_bar; M2: the naive outer step (``bilevel_naive_outer``:
   noise for f's data dependence, none here), so M2 = M1;
-* M3: Algorithm 1 (``dp_bilevel``) at the run's epsilon.
+* M3: Algorithm 1 (``dp_bilevel``) at the run's epsilon, each epsilon on its own noise seeds;
+* M3-control, the positive control: M3's statistics on an un-noised release, Alg. 1 with
+  exact inner solutions and sigma 0 (``np_pen``) fitted through M3's path (every run fitted,
+  both statistics): it must reach AUC 1, or the test could not see a leak.
 
 The attacker's statistic is <x_out, u> (M0: larger on S+; M1-M3 aim at -xi_bar: smaller), read
 by the ROC, its AUC and the empirical epsilon lower bound with Clopper-Pearson bounds
-(:func:`dpminimax.attacks.lira.epsilon_lower_bound_from_roc`). The reconstruction attack knows
-S without xi_n: xi_n = n grad F(0) - sum_{i<n} xi_i (M0), -n x_out - sum_{i<n} xi_i (M1, M2).
+(:func:`dpminimax.attacks.lira.epsilon_lower_bound_from_roc`). For M3 and its control a second
+attack reads the 2 T released inner solutions (Alg. 1 line 3; the accounting covers them):
+on P-D y*(x) = xi_bar and y^lambda(x) = (lambda xi_bar - x) / (1 + lambda), so each release's
+mean moves along u by r_k 2 / n (r = 1 for y~, lambda / (1 + lambda) for y~l) under Gaussian
+noise of std sigma_k (the plan's), and <sum_t sum_k (r_k / sigma_k^2) y~_{k,t}, u> is their
+likelihood-ratio statistic (up to the projection onto Y; weights r_k where sigma is 0). The
+reconstruction attack knows S without xi_n: xi_n = n grad F(0) - sum_{i<n} xi_i (M0),
+-n x_out - sum_{i<n} xi_i (M1, M2).
 
 Any dimension d: S+ and S- differ in xi_n alone, by 2 u, so every output's law differs between
 them only through its mean along u (xi_bar moves by 2 u / n; the other d - 1 coordinates are
@@ -22,9 +31,10 @@ A study runs several (d, n) settings (:func:`leak_settings`: spec §7's E1 row a
 {1, 10}, n in {100, 1000}), one table row per setting x mechanism x epsilon
 (:func:`leak_study`). M0-M2 are deterministic functions of the dataset (exact inner solutions,
 no noise on P-D): each is fitted on two seeds, checked equal, and the output repeated for the N
-runs (what N fitted runs give, without N times the cost). M3 is fitted in chunks of runs
-(:data:`CHUNK_ELEMENTS`): each run draws from its own seed's generators, so a chunked fit gives
-the same outputs as one program, and the per-example tensors (runs x n x d) stay in cache.
+runs (what N fitted runs give, without N times the cost). M3 and its control are fitted in
+chunks of runs (:data:`CHUNK_ELEMENTS`): each run draws from its own seed's generators, so a
+chunked fit gives the same outputs as one program, and the per-example tensors (runs x n x d)
+stay in cache. Every mechanism (each epsilon of M3 too) runs on its own block of seeds.
 """
 
 from __future__ import annotations
@@ -45,8 +55,13 @@ from dpminimax.problems.bilevel import ball
 from dpminimax.seeding import make_generator
 
 PROBLEM = "pd_leak_example"
+#: M3's positive control: the same statistics on an un-noised release.
+CONTROL = "M3-control"
+#: Mechanisms whose inner releases are attacked too (every run fitted through Alg. 1's program).
+RELEASING = ("M3", CONTROL)
 #: The method each trained mechanism runs (M0 is one exact hypergradient, no method).
-MECHANISMS = {"M1": "np_pen", "M2": "bilevel_naive_outer", "M3": "dp_bilevel"}
+MECHANISMS = {"M1": "np_pen", "M2": "bilevel_naive_outer", "M3": "dp_bilevel",
+              CONTROL: "np_pen"}
 #: The target M2 is calibrated to (its record says epsilon inf: the inner solutions are exact).
 NAIVE_TARGET = 1.0
 #: Mechanisms whose output is a function of the dataset alone (no noise on P-D).
@@ -57,7 +72,7 @@ CHUNK_ELEMENTS = 2**19
 #: What one entry of a leak block's ``settings`` may set (the rest is the block's).
 SETTING_KEYS = ("d", "n", "runs")
 #: Which way each mechanism's output moves with xi_n (M0 returns +xi_bar, the rest -xi_bar).
-SIGNS = {"M0": 1.0, "M1": -1.0, "M2": -1.0, "M3": -1.0}
+SIGNS = {"M0": 1.0, "M1": -1.0, "M2": -1.0, "M3": -1.0, CONTROL: -1.0}
 
 
 def neighbours(d: int, n: int, seed: int) -> tuple[FixedSample, FixedSample]:
@@ -75,35 +90,64 @@ def direction(plus: FixedSample, minus: FixedSample) -> torch.Tensor:
     return gap / torch.linalg.vector_norm(gap)
 
 
+def released(method, sample: FixedSample, runs: Sequence[RunSpec]
+             ) -> dict[str, torch.Tensor]:
+    """Alg. 1's program for ``runs`` on ``sample``, stepped to the end: its output x_out and
+    the inner releases' likelihood-ratio sum sum_t sum_k (r_k / sigma_k^2) y~_{k,t} (module
+    docstring), each (R, d)."""
+    resolved, shared, plans = method.plan_runs(sample, runs)
+    program = method.program(sample, runs, resolved, shared, plans, torch.device("cpu"))
+    weights = {}
+    lam = torch.tensor([p["lam"] for p in resolved], dtype=torch.float64).unsqueeze(-1)
+    response = {"y": torch.ones_like(lam), "y_lambda": lam / (1.0 + lam)}
+    for name in response:
+        sigma = torch.tensor([[_sigma(plan, f"inner_{name}")] for plan in plans],
+                             dtype=torch.float64)
+        weights[name] = response[name] / torch.where(sigma > 0, sigma ** 2, 1.0)
+    inner = torch.zeros(len(runs), program.x.shape[-1], dtype=torch.float64)
+    for _ in range(program.steps):
+        program.step()
+        inner = inner + sum(weights[name] * program.released[name] for name in weights)
+    return {"x": program.state["x"], "inner": inner}
+
+
+def _sigma(plan, name: str) -> float:
+    """The noise std of release ``name`` of ``plan`` (0: un-noised)."""
+    release = plan.release(name)
+    return release.noise_multiplier * release.sensitivity if release.noise_multiplier else 0.0
+
+
 def outputs(mechanism: str, sample: FixedSample, seeds: Sequence[int], epsilon: float,
-            delta: float, params: Mapping[str, Any]) -> torch.Tensor:
-    """Each run's output (N, d) of ``mechanism`` on ``sample`` (M0: grad F_S(0); M1-M3: x_out
-    of the method fitted with ``params`` on P-D at ``epsilon``, one run per seed). M1, M2 are
-    fitted on two seeds (raising unless both outputs are equal) and repeated N times; M3 in
-    chunks of runs (module docstring)."""
+            delta: float, params: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """Each run's output ``x`` (N, d) of ``mechanism`` on ``sample`` (M0: grad F_S(0); M1-M3:
+    x_out of the method fitted with ``params`` on P-D at ``epsilon``, one run per seed) and,
+    for M3 and its control, ``inner``: the weighted sum of its inner releases
+    (:func:`released`). M1, M2 are fitted on two seeds (raising unless both outputs are equal)
+    and repeated N times; M3 and its control in chunks of runs (module docstring)."""
     n, d = sample.examples["xi"].shape
     if mechanism == "M0":
         problem = LeakExample(d)
         stats = problem.statistics({"xi": sample.examples["xi"].unsqueeze(0)})
-        return problem.hypergradient(torch.zeros(1, d, dtype=torch.float64), stats).expand(
-            len(seeds), d)
+        return {"x": problem.hypergradient(torch.zeros(1, d, dtype=torch.float64),
+                                           stats).expand(len(seeds), d)}
     name = MECHANISMS[mechanism]
     method = get_method(name)
     grid = {"problem": PROBLEM, "d_x": d, "d_y": d, **params}
 
-    def fit(chunk: Sequence[int]) -> torch.Tensor:
-        runs = [RunSpec(seed, epsilon, delta, grid) for seed in chunk]
-        return method.fit(sample, runs, torch.device("cpu")).state["x"]
+    def specs(chunk: Sequence[int]) -> list[RunSpec]:
+        return [RunSpec(seed, epsilon, delta, grid) for seed in chunk]
 
     seeds = list(seeds)
     if mechanism in DETERMINISTIC:
-        probe = fit(seeds[:2])
+        probe = method.fit(sample, specs(seeds[:2]), torch.device("cpu")).state["x"]
         if not torch.equal(probe[0], probe[-1]):
             raise RuntimeError(f"{mechanism} ({name}) gave different outputs on seeds "
                                f"{seeds[:2]}: it is not a function of the dataset alone")
-        return probe[:1].expand(len(seeds), d)
+        return {"x": probe[:1].expand(len(seeds), d)}
     size = max(1, CHUNK_ELEMENTS // (n * d))
-    return torch.cat([fit(seeds[i:i + size]) for i in range(0, len(seeds), size)])
+    chunks = [released(method, sample, specs(seeds[i:i + size]))
+              for i in range(0, len(seeds), size)]
+    return {key: torch.cat([chunk[key] for chunk in chunks]) for key in chunks[0]}
 
 
 def distinguish(plus: torch.Tensor, minus: torch.Tensor, sign: float, delta: float,
@@ -128,25 +172,31 @@ def reconstruct(mechanism: str, output: torch.Tensor, sample: FixedSample) -> to
 def leak_table(d: int, n: int, runs: int, epsilons: Sequence[float], delta: float,
                seed: int = 0, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per mechanism (and per epsilon for M3): AUC, epsilon_hat and, for M0-M2, the
-    reconstruction error ||xi_n_hat - xi_n|| (largest over runs and both datasets)."""
+    reconstruction error ||xi_n_hat - xi_n|| (largest over runs and both datasets); for M3
+    and its control also ``auc_inner``, ``epsilon_hat_inner`` of the attack on the inner
+    releases. Case k runs on seeds 2 k N .. 2 k N + N - 1 (S+) and the next N (S-)."""
     params = dict(params or {})
     plus, minus = neighbours(d, n, seed)
     u = direction(plus, minus)
-    seeds_plus, seeds_minus = range(runs), range(runs, 2 * runs)
     cases = [("M0", math.inf), ("M1", math.inf), ("M2", NAIVE_TARGET),
-             *(("M3", epsilon) for epsilon in epsilons)]
+             *(("M3", epsilon) for epsilon in epsilons), (CONTROL, math.inf)]
     rows = []
-    for mechanism, target in cases:
-        out_plus = outputs(mechanism, plus, seeds_plus, target, delta, params)
-        out_minus = outputs(mechanism, minus, seeds_minus, target, delta, params)
+    for k, (mechanism, target) in enumerate(cases):
+        start = 2 * k * runs
+        out_plus = outputs(mechanism, plus, range(start, start + runs), target, delta, params)
+        out_minus = outputs(mechanism, minus, range(start + runs, start + 2 * runs), target,
+                            delta, params)
         row = {"mechanism": mechanism, "epsilon": target if mechanism == "M3" else math.inf,
                "d": d, "n": n, "runs": runs,
-               **distinguish(out_plus, out_minus, SIGNS[mechanism], delta, u)}
-        if mechanism != "M3":
+               **distinguish(out_plus["x"], out_minus["x"], SIGNS[mechanism], delta, u)}
+        if mechanism in RELEASING:
+            inner = distinguish(out_plus["inner"], out_minus["inner"], 1.0, delta, u)
+            row |= {f"{key}_inner": value for key, value in inner.items()}
+        else:
             row["reconstruction_error"] = max(
                 float(torch.linalg.vector_norm(
-                    reconstruct(mechanism, out, sample) - sample.examples["xi"][-1], dim=-1
-                ).max()) for out, sample in ((out_plus, plus), (out_minus, minus)))
+                    reconstruct(mechanism, out["x"], sample) - sample.examples["xi"][-1],
+                    dim=-1).max()) for out, sample in ((out_plus, plus), (out_minus, minus)))
         rows.append(row)
     return rows
 

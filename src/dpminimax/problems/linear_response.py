@@ -9,6 +9,14 @@ Psi(x) = sum_k x_k^2 / (1 + x_k^2) (nonconvex), X = B(0, D_x), Y = B(0, a D_x + 
 from the sample means (A_bar = a diag(s_bar) M0): y*(x) = A_bar x + u_bar,
 y^lambda(x) = (v_bar + lambda y*(x)) / (1 + lambda), grad F_S(x) = rho grad Psi(x) +
 A_bar^T (y*(x) - v_bar); O(d_x d_y) per evaluation.
+
+At x = 0, Psi's gradient vanishes and grad F(0) = A_bar^T (u_bar - v_bar) ~ (a / 2) M0^T
+(u0 - v0), of norm about (a / 2) ||u0 - v0|| sqrt(d_x / d_y) for the spec's random (u0, v0):
+the start gradient changes with the dimensions. ``start_gradient`` g > 0 (the dimension
+sweeps) holds it fixed instead: u0, v0 = (+-c w + sqrt(1 - c^2) f) / 2 with w = M0 e / ||M0 e||
+(e a random unit vector of R^{d_x}), f a random unit vector orthogonal to M0's range (0 where
+that range is R^{d_y}) and c = 2 g / a, so u0 - v0 = c w, ||M0^T w|| = 1 and ||grad F_P(0)||
+= g up to the unit-ball projection's correction, at every (d_x, d_y).
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ POPULATION_DRAWS = 200_000
 
 
 class LinearResponseBilevel(BilevelProblem):
-    """P-A; the instance (M0, u0, v0) is fixed by ``seed``."""
+    """P-A; the instance (M0, u0, v0) is fixed by ``seed``, with ``start_gradient`` > 0 the
+    (u0, v0) of the module docstring that hold ||grad F_P(0)|| at it."""
 
     def __init__(self, d_x: int = 4, d_y: int = 16, a: float = 1.0, rho: float = 1.0,
-                 radius: float = 2.0, seed: int = 0, dtype: torch.dtype = torch.float64) -> None:
+                 radius: float = 2.0, seed: int = 0, start_gradient: float = 0.0,
+                 dtype: torch.dtype = torch.float64) -> None:
         super().__init__(Block("x", d_x, radius), Block("y", d_y, a * radius + 1.0), dtype)
         self.a, self.rho = a, rho
         generator = make_generator(seed, "problem")
@@ -37,7 +47,23 @@ class LinearResponseBilevel(BilevelProblem):
                                            dtype=dtype))[0]
         self.m0 = tall if d_y >= d_x else tall.T
         self.u0, self.v0 = 0.5 * sphere(2, d_y, generator, dtype)
+        if start_gradient > 0:
+            self.u0, self.v0 = self._fixed_start(2.0 * start_gradient / a, generator)
         self.seed, self._population = seed, None
+
+    def _fixed_start(self, c: float, generator: torch.Generator) -> torch.Tensor:
+        """(u0, v0) = (+-c w + sqrt(1 - c^2) f) / 2 of the module docstring."""
+        if not 0 < c <= 1:
+            raise ValueError(f"P-A: start_gradient must be in (0, a / 2]; got c = {c:g}")
+        w = self.m0 @ sphere(1, self.x.dim, generator, self.dtype)[0]
+        w = w / torch.linalg.vector_norm(w)
+        f = torch.zeros_like(w)
+        if self.y.dim > self.x.dim:
+            z = sphere(1, self.y.dim, generator, self.dtype)[0]
+            f = z - self.m0 @ (self.m0.T @ z)
+            f = f / torch.linalg.vector_norm(f)
+        side = math.sqrt(1.0 - c * c) * f
+        return 0.5 * torch.stack([c * w + side, -c * w + side])
 
     @property
     def constants(self) -> BilevelConstants:
