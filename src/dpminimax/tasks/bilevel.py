@@ -17,7 +17,8 @@
 * the trivial baseline (``trivial_<metric>``, issue 36): every metric above that depends on
   the output, at x0 = 0 (the start point of Algs. 1 and 3 and the centre of X, a point every
   method could release without data) on the run's own sample, with the run's eta; and
-  ``trivial_inner_error_max`` ||y0 - y*(x0)||, the error of the inner solvers' start y0 = 0.
+  ``trivial_inner_error_max`` ||y0 - y*(x0)||, the error of the inner solvers' start y0 = 0,
+  and for a released fit (DP-Grid) ``trivial_test_loss_released``, the test loss of y = 0.
 
 Not attacked by membership inference (each run draws its own sample); the bilevel leak attack
 (:mod:`dpminimax.attacks.bilevel_leak`) is its privacy check.
@@ -74,6 +75,9 @@ class BilevelOptimization(Task):
                     {key: value for key, value in base.items() if key not in NOT_OUTPUT})
                 if "inner_error_max" in rows[r]:  # the inner solvers' start y0 = 0 at x0
                     rows[r][column("inner_error_max")] = float(y0)
+                if "test_loss_released" in rows[r]:  # a released fit's: y = 0
+                    rows[r][column("test_loss_released")] = float(problem.test_loss(
+                        torch.zeros(1, problem.y.dim, dtype=problem.dtype))[0])
                 rows[r][OUTPUT] = "x0 = 0"
         return rows
 
