@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -198,3 +199,125 @@ def test_trivial_columns_survive_aggregation_and_the_summary(tmp_path):
         ["method", "metric"])
     assert summary.loc[("a", "trivial_population_strong_gap"), "mean"] == 0.5
     assert summary.loc[("a", "population_strong_gap"), "mean"] == 1.5
+
+
+# --------------------------------------------------------------------------- figures
+
+#: Figures of bilevel, BYOA and DP-DRO that draw no utility (a cost).
+NOT_UTILITY = {"gradient_evaluations_vs_n"}
+
+
+def _figures(paper: str) -> list[str]:
+    from dpminimax.experiments import load_experiments
+
+    root = Path(__file__).resolve().parents[2]
+    experiments = load_experiments(root / "papers" / paper / "experiments.yaml")["experiments"]
+    return sorted({figure for experiment in experiments.values()
+                   for figure in experiment.get("figures") or []} - NOT_UTILITY)
+
+
+def _with_trivial(rows: list[dict], metrics: dict[str, float], output: str) -> pd.DataFrame:
+    """Rows with every metric of ``metrics`` (name -> its trivial value) and its trivial
+    column; the measured value falls with n like a rate."""
+    for row in rows:
+        for metric, trivial in metrics.items():
+            row.setdefault(metric, trivial * (1 + row["seed"]) * 1024 / row["p_n"])
+            row[f"trivial_{metric}"] = trivial
+        row["trivial_output"] = output
+    return pd.DataFrame(rows)
+
+
+def _grid(paper: str, dataset: str, method: str, **extra) -> list[dict]:
+    return [{"paper": paper, "experiment": "e", "dataset": dataset, "method": method,
+             "epsilon": eps, "delta": 1e-5, "seed": seed, "run_id": f"{eps}-{n}-{seed}",
+             "p_n": n, **extra}
+            for eps in (0.5, 2.0) for n in (1024, 4096) for seed in (0, 1)]
+
+
+def _bilevel_runs() -> pd.DataFrame:
+    rows = _grid("bilevel", "pa_linear_response", "dp_bilevel", p_problem="pa_linear_response",
+                 p_instance=0, p_gamma=0.05, d_x=4, d_y=16, p_d_x=4, p_d_y=16,
+                 p_batch_out=64, p_batch_in=32, p_lam=10.0, p_c_lam=0.4, p_c_T=0.02,
+                 p_lam_raised=False, p_outer_steps=5, test_loss_best=0.1)
+    return _with_trivial(rows, {"gradient_mapping_norm": 0.2, "hypergradient_norm": 0.2,
+                                "population_gradient_mapping_norm": 0.2,
+                                "inner_error_max": 0.5, "excess_test_loss": 0.3,
+                                "test_loss_released": 0.6, "omega_out": 1.0,
+                                "log_omega_gap": 0.7}, "x0 = 0")
+
+
+def _byoa_runs() -> pd.DataFrame:
+    rows = _grid("byoa", "p1_least_squares", "output_perturbation", p_d=10,
+                 gradient_evaluations_per_sample=3.0)
+    metrics = {"excess_population_risk": 0.05, "excess_empirical_risk": 0.05,
+               "population_strong_gap": 0.8, "empirical_strong_gap": 0.8,
+               "population_weak_gap": 0.8, "population_primal_gap": 0.8}
+    for row in rows:
+        for metric in ("excess_population_risk", "population_strong_gap",
+                       "population_primal_gap"):
+            value = metrics[metric] * (1 + row["seed"]) * 1024 / row["p_n"]
+            row |= {metric: value, f"{metric}_bound": 10.0, f"{metric}_over_bound": value / 10,
+                    f"trivial_{metric}_over_bound": metrics[metric] / 10}
+    return _with_trivial(rows, metrics, "x = 0")
+
+
+def _dpdro_runs() -> pd.DataFrame:
+    def curve(value):
+        return json.dumps([{"step": step, "test_auc": value, "test_f1": value,
+                            "dro_gradient_norm": value} for step in (10, 20)])
+
+    rows = [{"paper": "dpdro", "experiment": "e", "dataset": "mnist-st", "method": method,
+             "epsilon": eps, "delta": 1e-5, "seed": seed, "run_id": f"{method}{eps}{seed}",
+             "test_accuracy": 0.6, "trivial_test_accuracy": 0.5, "curve": curve(0.7),
+             "trivial_curve": json.dumps([{"step": 0, "test_auc": 0.5, "test_f1": 0.1,
+                                           "dro_gradient_norm": 0.2}]),
+             "trivial_output": "initial model"}
+            for method, eps in (("dp_sgda_dro", 1.0), ("dp_sgda_dro", 4.0), ("scdro", math.inf))
+            for seed in (0, 1)]
+    return pd.DataFrame(rows)
+
+
+RUNS = {"bilevel": _bilevel_runs, "byoa": _byoa_runs, "dpdro": _dpdro_runs}
+
+
+def _trivial_artists(fig) -> list[str]:
+    """The labels of the figure's artists (every panel, sub-figure and legend) that start
+    with "trivial"."""
+    labels = [artist.get_label() for artist in fig.findobj()
+              if hasattr(artist, "get_label") and isinstance(artist.get_label(), str)]
+    texts = [text.get_text() for legend in fig.findobj(lambda a: hasattr(a, "get_texts"))
+             for text in legend.get_texts()]
+    return [label for label in labels + texts if label.startswith("trivial")]
+
+
+@pytest.mark.parametrize("paper, figure", [(paper, figure) for paper in RUNS
+                                           for figure in _figures(paper)])
+def test_every_utility_figure_draws_the_trivial_baseline(paper, figure, tmp_path):
+    """Every rate / utility figure of bilevel, BYOA and DP-DRO has an artist labelled
+    "trivial: <output>" (the runs' trivial_output)."""
+    from dpminimax.report.registry import FigureRequest, get_drawer
+
+    runs = RUNS[paper]()
+    fig = get_drawer(figure)(runs, FigureRequest([tmp_path / f"{figure}.png"]))
+    found = _trivial_artists(fig)
+    assert found, f"{figure}: no trivial baseline drawn"
+    assert all(label.startswith(f"trivial: {runs['trivial_output'].iloc[0]}")
+               for label in found), found
+
+
+@pytest.mark.parametrize("figure", ["tradeoff_dp", "tradeoff_eo"])
+def test_trade_off_figures_mark_the_majority_predictor(figure, tmp_path):
+    """RaCO-DP / DP-FERMI trade-offs: the majority predictor's point at (its test error,
+    violation 0), the mean over the dataset's runs."""
+    from dpminimax.report.registry import FigureRequest, get_drawer
+
+    rows = [{"paper": "racodp", "experiment": "e", "dataset": "adult", "method": "racodp",
+             "epsilon": 1.0, "delta": 1e-5, "seed": seed, "run_id": str(seed), "p_gamma": g,
+             "test_error": 0.2 + g, "dp_violation": g, "eo_violation": g,
+             "trivial_test_error": 0.24 + 0.01 * seed, "trivial_dp_violation": 0.0,
+             "trivial_eo_violation": 0.0, "trivial_output": "majority class (0)"}
+            for seed in (0, 1) for g in (0.01, 0.05)]
+    fig = get_drawer(figure)(pd.DataFrame(rows), FigureRequest([tmp_path / "t.png"]))
+    (point,) = [line for ax in fig.axes for line in ax.get_lines()
+                if line.get_label().startswith("trivial: majority class (0)")]
+    assert point.get_xydata().tolist() == [[pytest.approx(0.245), 0.0]]
