@@ -305,10 +305,10 @@ def test_every_utility_figure_draws_the_trivial_baseline(paper, figure, tmp_path
                for label in found), found
 
 
-@pytest.mark.parametrize("figure", ["tradeoff_dp", "tradeoff_eo"])
+@pytest.mark.parametrize("figure", ["tradeoff_dp", "tradeoff_eo", "pareto_dp", "low_budget_dp"])
 def test_trade_off_figures_mark_the_majority_predictor(figure, tmp_path):
-    """RaCO-DP / DP-FERMI trade-offs: the majority predictor's point at (its test error,
-    violation 0), the mean over the dataset's runs."""
+    """RaCO-DP / DP-FERMI trade-offs (and the Pareto and low-budget panels): the majority
+    predictor's point at (its test error, violation 0), the mean over the dataset's runs."""
     from dpminimax.report.registry import FigureRequest, get_drawer
 
     rows = [{"paper": "racodp", "experiment": "e", "dataset": "adult", "method": "racodp",

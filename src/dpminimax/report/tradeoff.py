@@ -116,7 +116,7 @@ def plot_tradeoff(
                 panel = dict(zip(panels, (row, col), strict=True))
                 ax = grid_axes[i, j]
                 _draw_panel(ax, ours, theirs, styles, panel["dataset"], panel["epsilon"])
-                _draw_majority(ax, df, violation, panel["dataset"])
+                draw_majority(ax, df, violation, panel["dataset"])
                 ax.set_title(f"{panel['dataset']}, ε = {epsilon_label(panel['epsilon'])}")
                 if i == len(row_values) - 1:
                     ax.set_xlabel(ERROR_AXIS_LABEL)
@@ -129,7 +129,7 @@ def plot_tradeoff(
     return fig
 
 
-def _draw_majority(ax: Axes, df: pd.DataFrame, violation: str, dataset: str) -> None:
+def draw_majority(ax: Axes, df: pd.DataFrame, violation: str, dataset: str) -> None:
     """The trivial baseline's point (:mod:`.trivial`): the majority-class predictor's test
     error and violation (0: it predicts one class), the mean over the dataset's runs."""
     if df.empty or not (has_trivial(df, "test_error") and has_trivial(df, violation)):
