@@ -321,3 +321,37 @@ def test_trade_off_figures_mark_the_majority_predictor(figure, tmp_path):
     (point,) = [line for ax in fig.axes for line in ax.get_lines()
                 if line.get_label().startswith("trivial: majority class (0)")]
     assert point.get_xydata().tolist() == [[pytest.approx(0.245), 0.0]]
+
+
+@pytest.mark.parametrize("positives, fnr", [(0.3, 1.0), (0.7, 0.0)])
+def test_racodp_constraint_value_of_the_majority_predictor(positives, fnr, tmp_path):
+    """RaCO-DP's false-negative-rate constraint: the majority class predicts every row
+    negative (FNR 1) when negatives are the majority, positive (FNR 0) otherwise; the recorded
+    trivial violation is that FNR minus gamma, and Fig. 5a's trade-off marks the point (its
+    test error, its FNR)."""
+    from dpminimax.algorithms.racodp import NonPrivateSgda
+    from dpminimax.report.registry import FigureRequest, get_drawer
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (rng.random(400) < positives).astype(int)
+    data = toy_dataset(x, y, rng.integers(0, 2, 400))
+    gamma = 0.1
+    method = NonPrivateSgda()
+    runs = [RunSpec(seed, math.inf, 1e-5, {"constraint": "false_negative_rate", "gamma": gamma,
+                                           "max_steps": 5, "batch_size": 64}) for seed in (0, 1)]
+    fit = method.fit(data, runs, CPU)
+    rows = method.task.evaluate(method, fit, data, CPU)
+    for row in rows:
+        for split in ("train", "test"):
+            assert row[f"trivial_{split}_max_constraint_violation"] == pytest.approx(fnr - gamma)
+    table = pd.DataFrame([{"paper": "racodp", "experiment": "e", "dataset": "toy",
+                           "method": method.name, "epsilon": math.inf, "delta": 1e-5,
+                           "seed": run.seed, "run_id": str(run.seed), "p_constraint":
+                           "false_negative_rate", "p_gamma": gamma, **row}
+                          for run, row in zip(runs, rows, strict=True)])
+    fig = get_drawer("tradeoff_fnr")(table, FigureRequest([tmp_path / "fnr.png"]))
+    (point,) = [line for ax in fig.axes for line in ax.get_lines()
+                if line.get_label().startswith("trivial: majority class")]
+    assert point.get_xydata().tolist() == [[pytest.approx(float(np.mean(y != (positives > 0.5)))),
+                                            pytest.approx(fnr)]]

@@ -64,11 +64,16 @@ class FairClassification(Task):
         return rows
 
 
-def majority_report(data: PreparedDataset) -> dict[str, Any]:
-    """The test and training metrics of the constant predictor of the majority class of the
-    training labels (ties: the smaller label), as trivial columns."""
+def majority_class(data: PreparedDataset) -> int:
+    """The most frequent training label (ties: the smaller label): the trivial predictor's."""
     labels, counts = np.unique(np.asarray(data.y_train), return_counts=True)
-    majority = labels[np.argmax(counts)]
+    return int(labels[np.argmax(counts)])
+
+
+def majority_report(data: PreparedDataset) -> dict[str, Any]:
+    """The test and training metrics of the constant predictor of :func:`majority_class`, as
+    trivial columns."""
+    majority = majority_class(data)
     test = classification_report(data.y_test, np.full(len(data.y_test), majority), data.s_test)
     train = classification_report(data.y_train, np.full(len(data.y_train), majority),
                                   data.s_train)
