@@ -107,18 +107,19 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
 
 
 def make_table(runs_path: str | Path, out_path: str | Path) -> pd.DataFrame:
-    """Mean, spread and 95% interval over seeds of every metric, per method and epsilon."""
+    """Mean, spread and 95% interval over seeds of every metric, per method and epsilon, and
+    of its trivial baseline (``trivial_<metric>``) where the runs have one."""
     from dpminimax.report import series_table, summarize, write_table
+    from dpminimax.trivial import column
 
     table = series_table(pd.read_parquet(runs_path))
-    metric_columns = [
-        c for c in ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
-                    "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
-                    "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
-                    "population_primal_gap", "gradient_mapping_norm", "inner_error_max",
-                    "epsilon_spent", "epsilon_paper_accounting")
-        if c in table.columns
-    ]
+    listed = ("test_accuracy", "test_error", "dp_violation", "eo_violation", "train_loss",
+              "attack_auc", "attack_tpr_at_1pct_fpr", "excess_population_risk",
+              "excess_empirical_risk", "population_strong_gap", "empirical_strong_gap",
+              "population_primal_gap", "gradient_mapping_norm", "inner_error_max",
+              "epsilon_spent", "epsilon_paper_accounting")
+    metric_columns = [c for metric in listed for c in (metric, column(metric))
+                      if c in table.columns]
     summary = summarize(table, metric_columns,
                         by=["experiment", "dataset", "method", "epsilon"])
     write_table(summary, out_path)

@@ -107,18 +107,27 @@ class CurveRecorder:
                      extra: Mapping[str, torch.Tensor]) -> None:
         if step % self.every and step != self.steps:
             return
+        for history, point in zip(self.history, self.points(step, params, extra), strict=True):
+            history.append(point)
+
+    def points(self, step: int, params: Mapping[str, torch.Tensor],
+               extra: Mapping[str, torch.Tensor]) -> list[dict[str, float]]:
+        """Each run's curve point at ``params`` (no randomness: evaluation mode, exact
+        gradients)."""
         logits = self.model.logits(params, self.x_test).cpu().numpy()
         norm, lam, objective = dro_gradient_norm(self.model, params, self.x_train, self.y_train,
-                                      self.lam0, self.rho)
+                                                 self.lam0, self.rho)
         train_loss = example_losses(self.model.logits(params, self.x_train),
                                     self.y_train).mean(dim=1)
-        for r, history in enumerate(self.history):
+        points = []
+        for r in range(len(self.history)):
             point = {"step": step, **imbalanced_report(self.y_test, logits[r]),
                      "dro_gradient_norm": float(norm[r]), "dro_lambda": float(lam[r]),
                      "dro_objective": float(objective[r]),
                      "train_loss": float(train_loss[r])}
             point.update({k: float(v[r]) for k, v in extra.items()})
-            history.append(point)
+            points.append(point)
+        return points
 
     def rows(self) -> list[dict[str, Any]]:
         """Per run: the last point's gradient norm and the whole curve (JSON)."""

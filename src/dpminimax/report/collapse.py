@@ -27,6 +27,12 @@ from dpminimax.report.aggregate import bootstrap_slope, require_columns, summari
 from dpminimax.report.figures import save_figure
 from dpminimax.report.rates import series_colours, series_label
 from dpminimax.report.style import PANEL_SIZE, method_style, paper_style
+from dpminimax.report.trivial import (
+    draw_trivial_points,
+    has_trivial,
+    trivial_label,
+    trivial_means,
+)
 
 COLUMNS = ("method", "epsilon", "p_n", "d_x", "d_y")
 #: The further columns alpha_pred reads: the problem and its instance, delta, gamma.
@@ -163,6 +169,10 @@ def plot_collapse(table: pd.DataFrame, metric: str, *, ylabel: str,
                         color=colour, marker=method_style(method).marker, linestyle="none",
                         capsize=2,
                         label=f"{series_label(method)} ({_slope_label(slope, low, high)})")
+        if has_trivial(runs, metric):  # x0's value at each configuration
+            trivial = trivial_means(runs, metric, [*COLUMNS, "predicted"])
+            draw_trivial_points(ax, trivial["predicted"], trivial["trivial"],
+                                trivial_label(runs))
         xs = np.geomspace(points["predicted"].min(), points["predicted"].max(), 50)
         centre = np.exp(np.mean(np.log(points["mean"]))) / np.exp(
             np.mean(np.log(points["predicted"])))

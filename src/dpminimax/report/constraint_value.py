@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dpminimax.report.aggregate import ResultsTableError
+from dpminimax.trivial import PREFIX
 
 SPLITS = ("train", "test")
 TARGET_COLUMN = "p_gamma"
@@ -35,7 +36,8 @@ def value_column(split: str) -> str:
 
 def with_constraint_values(df: pd.DataFrame, constraint: str) -> pd.DataFrame:
     """The runs of ``df`` trained under constraint kind ``constraint``, with the achieved values
-    ``train_constraint_value`` and ``test_constraint_value`` added (violation + gamma)."""
+    ``train_constraint_value`` and ``test_constraint_value`` added (violation + gamma), and
+    the same of the majority predictor (``trivial_...``) where the runs record it."""
     needed = [CONSTRAINT_COLUMN, TARGET_COLUMN,
               *(f"{split}_max_constraint_violation" for split in SPLITS)]
     missing = [c for c in needed if c not in df.columns]
@@ -46,6 +48,9 @@ def with_constraint_values(df: pd.DataFrame, constraint: str) -> pd.DataFrame:
     if rows.empty:
         raise ValueError(f"no run was trained under the {constraint!r} constraint")
     for split in SPLITS:
-        rows[value_column(split)] = (pd.to_numeric(rows[f"{split}_max_constraint_violation"])
-                                     + pd.to_numeric(rows[TARGET_COLUMN]))
+        for name in ("", PREFIX):  # the run's, and its trivial baseline's where recorded
+            if f"{name}{split}_max_constraint_violation" in rows.columns:
+                rows[name + value_column(split)] = (
+                    pd.to_numeric(rows[f"{name}{split}_max_constraint_violation"])
+                    + pd.to_numeric(rows[TARGET_COLUMN]))
     return rows

@@ -2,7 +2,8 @@
 
 Figures: one panel per dataset (the paper's order), a metric of the training curves (the runs'
 ``curve`` column) against the step, one line per method at ε = 1 (or the panel's smallest ε)
-plus SCDRO (ε = ∞) dashed; mean over seeds with a min-max band. Panels of stand-in datasets are
+plus SCDRO (ε = ∞) dashed; mean over seeds with a min-max band; the trivial baseline, the
+runs' initial model (``trivial_curve``), a grey dashed level. Panels of stand-in datasets are
 stamped with :func:`.figures.stamp_standin`. Tables: Table 3 (test accuracy in %, AUC, F1) and
 Table 2 (membership-inference AUC against the (ε, δ)-DP ceiling), one row per (dataset,
 method, ε).
@@ -24,6 +25,8 @@ from matplotlib.figure import Figure
 from dpminimax.report.aggregate import epsilon_label, require_columns
 from dpminimax.report.figures import save_figure, standin_datasets
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, SeriesStyle, method_style, paper_style
+from dpminimax.report.trivial import draw_trivial_level, trivial_label
+from dpminimax.trivial import column as trivial_column
 
 #: Datasets in the paper's order (Table 3, Figs. 1-3); others follow, sorted.
 DATASET_ORDER = ("cifar10-st", "celeba-blond", "fashion-mnist-st", "mnist-st")
@@ -33,6 +36,8 @@ METHOD_ORDER = ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recurs
 FIGURE_EPSILON = 1.0
 STANDIN_COLOUR = "#B00020"  # the stand-in stamp's (report.figures.stamp_standin)
 STEP_LABEL = "Training step"
+#: The runs' initial model's curve point (the trivial baseline of a curve).
+TRIVIAL_CURVE = trivial_column("curve")
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ def draw_curves(table: pd.DataFrame, figure: str, out_paths: Sequence[str | os.P
     spec = CURVE_FIGURES[figure]
     _require(table, ["curve"], figure)
     points = curve_points(table, spec.metric)
+    initial = (curve_points(table, spec.metric, TRIVIAL_CURVE)
+               if TRIVIAL_CURVE in table.columns else points.iloc[:0])
     if points.empty:
         raise ValueError(f"{figure}: no run has a {spec.metric!r} curve")
     datasets = sorted(points["dataset"].unique(), key=dataset_key)
@@ -104,6 +111,10 @@ def draw_curves(table: pd.DataFrame, figure: str, out_paths: Sequence[str | os.P
             for method in sorted(shown["method"].unique(), key=method_key):
                 for eps, one in shown[shown["method"] == method].groupby("epsilon"):
                     _draw_curve(ax, one, dro_style(method), eps)
+            start = initial[(initial["dataset"] == dataset) & ((initial["epsilon"] == epsilon)
+                                                               | np.isinf(initial["epsilon"]))]
+            if not start.empty:  # the runs' initial model, the same at every step
+                draw_trivial_level(ax, float(start["value"].mean()), trivial_label(table))
             if spec.log_y:
                 ax.set_yscale("log")
             ax.set_xlabel(STEP_LABEL)
@@ -125,11 +136,12 @@ def draw_curves(table: pd.DataFrame, figure: str, out_paths: Sequence[str | os.P
     return fig
 
 
-def curve_points(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The runs' curves as one long frame: dataset, method, epsilon, seed, step, value."""
+def curve_points(table: pd.DataFrame, metric: str, curves: str = "curve") -> pd.DataFrame:
+    """The runs' curves (column ``curves``: ``trivial_curve`` for the initial models' one
+    point) as one long frame: dataset, method, epsilon, seed, step, value."""
     frames = []
     for run in table.itertuples(index=False):
-        curve = run.curve
+        curve = getattr(run, curves)
         if isinstance(curve, str):
             curve = json.loads(curve)
         if curve is None or (isinstance(curve, float) and math.isnan(curve)):

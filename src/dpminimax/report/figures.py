@@ -4,7 +4,8 @@ One panel per dataset; one line per method (colours, markers and labels from :mo
 its mean over seeds and a band for the 95% Student-t interval (:func:`.aggregate.summarize`; no
 band with a single seed; an error bar when there is a single epsilon). The epsilon axis is
 logarithmic with ticks at the grid values; non-private runs (``epsilon = inf``) are a horizontal
-dashed reference line with their band.
+dashed reference line with their band; where the runs have it, the trivial baseline of the
+metric (``trivial_<metric>``: it spends no budget) is a grey dashed level (:mod:`.trivial`).
 
 Figures are ``matplotlib.figure.Figure`` objects, never registered with pyplot: nothing to close,
 no GUI backend; PNGs are rendered by Agg and PDFs by the PDF backend.
@@ -38,6 +39,8 @@ from dpminimax.report.style import (
     paper_style,
     series_styles,
 )
+from dpminimax.report.trivial import draw_trivial_level, has_trivial, trivial_label
+from dpminimax.trivial import column
 
 EPSILON_AXIS_LABEL = "Privacy budget ε"
 DEFAULT_EPSILON_RANGE = (0.1, 10.0)  # x range of the ceiling when there are no private runs
@@ -178,6 +181,10 @@ def _epsilon_figure(
                 decorate(ax, eps_range)
             for method, style in styles.items():
                 _draw_series(ax, panel.loc[panel["method"] == method], style)
+            if has_trivial(df, metric):  # a level: the trivial output uses no budget
+                own = df.loc[df["dataset"] == dataset, column(metric)].dropna()
+                if not own.empty:
+                    draw_trivial_level(ax, float(own.mean()), trivial_label(df))
             _epsilon_axis(ax, grid, eps_range)
             ax.set_title(dataset)
         axes[0].set_ylabel(ylabel)

@@ -29,6 +29,7 @@ from dpminimax.report.tradeoff import (
     TRACE_COLUMN,
     VIOLATION_LABELS,
     _our_summary,
+    draw_majority,
 )
 
 STEPS_COLUMN = "p_steps"
@@ -61,6 +62,7 @@ def plot_low_budget(df: pd.DataFrame, *, violation: str, out_paths: Sequence[str
                             elinewidth=0.9, label=_label(eps, here),
                             xerr=[line["x"] - line["x_low"], line["x_high"] - line["x"]],
                             yerr=[line["y"] - line["y_low"], line["y_high"] - line["y"]])
+            draw_majority(ax, df, violation, dataset)
             ax.set_title(dataset)
             ax.set_xlabel(ERROR_AXIS_LABEL)
         axes[0].set_ylabel(VIOLATION_LABELS.get(violation, violation))

@@ -32,6 +32,7 @@ from dpminimax.report.tradeoff import (
     ERROR_AXIS_LABEL,
     TRACE_COLUMN,
     VIOLATION_LABELS,
+    draw_majority,
     trace_values,
 )
 
@@ -122,6 +123,7 @@ def plot_pareto(df: pd.DataFrame, *, violation: str,
                     front = pareto_front(rows)
                     ax.plot(front["error"], front["violation"], color=style.color,
                             marker=style.marker, linestyle=style.linestyle, label=style.label)
+                draw_majority(ax, df, violation, dataset)
                 ax.set_title(f"{dataset}, ε = {epsilon_label(eps)}")
                 if i == len(datasets) - 1:
                     ax.set_xlabel(ERROR_AXIS_LABEL)

@@ -7,8 +7,10 @@ Theory schedule: lambda = c_lam s^(1/3), T = ceil(c_T s^(2/3)), s = epsilon n / 
 frozen for the evaluation experiments. Meta-tuning is outside the privacy accounting (A22).
 
 * :func:`pilot_table`: per setting and cell, the median and 90th percentile over seeds, the
-  lambda and T the cell gives and which cell is the argmin of the median;
-* :func:`pilot_choice`: that argmin; :func:`plot_pilot`: the medians as a heat map;
+  lambda and T the cell gives and which cell is the argmin of the median (and x0's median,
+  the trivial baseline, where the runs have it);
+* :func:`pilot_choice`: that argmin; :func:`plot_pilot`: the medians as a heat map, every
+  cell no better than x0 in a grey dashed box;
 * :func:`multiplier_gap` / :func:`measured_freezes`: how far the multipliers the evaluation
   runs used are from the pilot's choice (the freeze claim, ``measure.pilot``).
 """
@@ -29,6 +31,8 @@ from matplotlib.patches import Rectangle
 from dpminimax.report.aggregate import require_columns
 from dpminimax.report.figures import SEED_NOTE, save_figure
 from dpminimax.report.style import PANEL_SIZE, paper_style
+from dpminimax.report.trivial import box_cells_no_better, has_trivial, trivial_label
+from dpminimax.trivial import column as trivial_column
 
 METRIC = "gradient_mapping_norm"
 #: The tuned multipliers, as the runs table records them (the method's resolved parameters).
@@ -50,6 +54,8 @@ def pilot_table(table: pd.DataFrame) -> pd.DataFrame:
     grouped = table.groupby(keys, sort=True)
     cells = grouped[METRIC].agg(seeds="count", median="median",
                                 p90=lambda v: float(np.quantile(v, 0.9)))
+    if trivial_column(METRIC) in table.columns:  # x0's median, the trivial baseline
+        cells["trivial_median"] = grouped[trivial_column(METRIC)].median()
     cells = cells.join(grouped[list(SCHEDULED.values())].first().rename(
         columns={v: k for k, v in SCHEDULED.items()})).reset_index()
     best = cells.groupby(list(SETTING), sort=False)["median"].idxmin()
@@ -84,6 +90,11 @@ def plot_pilot(table: pd.DataFrame, *, out_paths: Sequence[str | os.PathLike]) -
             for (row, col), value in np.ndenumerate(grid.to_numpy(dtype=float)):
                 ax.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize=7,
                         color="white")
+            if has_trivial(table, METRIC):
+                box_cells_no_better(ax, grid.to_numpy(dtype=float), own.pivot(
+                    index="c_lam", columns="c_T", values="trivial_median").to_numpy(dtype=float),
+                                    trivial_label(table))
+                ax.legend(loc="upper left", fontsize=6)
             best = own.loc[own["argmin"]].iloc[0]
             ax.add_patch(Rectangle((grid.columns.get_loc(best["c_T"]) - 0.45,
                                     grid.index.get_loc(best["c_lam"]) - 0.45), 0.9, 0.9,

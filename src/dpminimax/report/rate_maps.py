@@ -3,12 +3,13 @@
 Item 7, the measured/bound heat-map: one panel per (problem, method [variant]), the seed mean of
 ``<metric>_over_bound`` (the run's value over the paper's printed bound on its expectation) in
 every (n, epsilon) cell on a logarithmic colour scale centred at 1, the value written in the
-cell and a box around every cell at or above 1 (a violated bound); runs without a bound are
+cell and a box around every cell at or above 1 (a violated bound), a grey dashed box around
+every cell no better than the trivial output x = 0 (:mod:`.trivial`); runs without a bound are
 left out. Item 5, utility against cost: one panel per (problem, n, epsilon), the seed mean of
 the metric against the seed mean of ``gradient_evaluations_per_sample``, one marker per
 (method, base solver) (marker: method, colour: solver) and the Pareto front of the counted
 points; a run without a count (the exact solver counts none) is a dotted horizontal line at
-its metric.
+its metric; the trivial output's error is a grey dashed level.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ from dpminimax.report.rates import (
     with_variants,
 )
 from dpminimax.report.style import method_style, paper_style
+from dpminimax.report.trivial import (
+    box_cells_no_better,
+    draw_trivial_level,
+    has_trivial,
+    trivial_label,
+    trivial_means,
+)
+from dpminimax.trivial import column
 
 RATIO_TITLE = "measured / printed bound (≤ 1 means the bound holds)"
 VIOLATION_COLOUR = "#000000"
@@ -52,19 +61,25 @@ def plot_ratio_heatmap(table: pd.DataFrame, metric: str, *,
                        out_paths: Sequence[str | os.PathLike]) -> Figure:
     """Heat-maps of ``<metric>_over_bound`` over (n, epsilon), violations boxed (module
     docstring; spec 003 §5.7 item 7)."""
-    cells = _ratio_cells(table, f"{metric}_over_bound")
+    ratio = f"{metric}_over_bound"
+    cells = _ratio_cells(table, ratio)
     panels = cells[["dataset", "method"]].drop_duplicates().sort_values(["dataset", "method"])
     norm = _ratio_norm(cells["mean"].to_numpy(dtype=float))
+    trivial = has_trivial(table, ratio)
     with paper_style():
         fig, axes = rate_panels(len(panels))
         for ax, (problem, method) in zip(axes, panels.itertuples(index=False), strict=True):
-            image = _heatmap(ax, cells[(cells["dataset"] == problem)
-                                       & (cells["method"] == method)], norm)
+            own = cells[(cells["dataset"] == problem) & (cells["method"] == method)]
+            image = _heatmap(ax, own, norm)
+            if trivial:  # the same bound over the error of x = 0
+                box_cells_no_better(ax, _grid(own, "mean"), _grid(own, "trivial"),
+                                    trivial_label(table))
             ax.set_title(f"{problem}\n{series_label(method)}", fontsize=8.5)
         fig.colorbar(image, ax=axes, label=f"{metric.replace('_', ' ')}: mean over seeds / bound")
         fig.suptitle(RATIO_TITLE)
         fig.legend(handles=[Rectangle((0, 0), 1, 1, fill=False, edgecolor=VIOLATION_COLOUR,
-                                      linewidth=2, label="ratio ≥ 1: bound violated")],
+                                      linewidth=2, label="ratio ≥ 1: bound violated"),
+                            *axes[0].get_legend_handles_labels()[0]],
                    loc="outside lower center", frameon=False)
         save_figure(fig, out_paths)
     return fig
@@ -81,8 +96,14 @@ def plot_utility_vs_cost(table: pd.DataFrame, metric: str, *, ylabel: str,
     colours = dict(zip(solvers, series_colours(len(solvers)), strict=True))
     with paper_style():
         fig, axes = rate_panels(len(panels))
+        trivial = (trivial_means(table, metric, ["dataset", "p_n", "epsilon"])
+                   if has_trivial(table, metric) else None)
         for i, ax in enumerate(axes):
             _draw_costs(ax, points.merge(panels.iloc[[i]]), colours)
+            if trivial is not None:  # x = 0's error on the panel's instances
+                level = trivial.merge(panels.iloc[[i]])["trivial"]
+                if len(level):
+                    draw_trivial_level(ax, float(level.mean()), trivial_label(table))
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.margins(0.1)
@@ -106,8 +127,16 @@ def _ratio_cells(table: pd.DataFrame, ratio: str) -> pd.DataFrame:
     if bounded.empty:
         raise ResultsTableError(f"no printed bound: {ratio!r} is missing on every run (none of "
                                 "the methods prints a bound on this metric)")
-    return (bounded.groupby(["dataset", "method", "epsilon", "p_n"])[ratio].mean()
-            .rename("mean").reset_index())
+    columns = {ratio: "mean", column(ratio): "trivial"}
+    means = bounded.groupby(["dataset", "method", "epsilon", "p_n"])[
+        [c for c in columns if c in bounded.columns]].mean()
+    return means.rename(columns=columns).reset_index()
+
+
+def _grid(cells: pd.DataFrame, values: str) -> np.ndarray:
+    """A panel's (epsilon x n) grid of ``values`` (the rows and columns of :func:`_heatmap`)."""
+    return cells.pivot(index="epsilon", columns="p_n", values=values).sort_index().sort_index(
+        axis=1).to_numpy(dtype=float)
 
 
 def _ratio_norm(values: np.ndarray) -> LogNorm:
@@ -121,7 +150,7 @@ def _heatmap(ax: Axes, cells: pd.DataFrame, norm: LogNorm):
     """One panel: the (epsilon x n) grid of ratios, written in the cells, violations boxed."""
     grid = cells.pivot(index="epsilon", columns="p_n", values="mean").sort_index().sort_index(
         axis=1)
-    values = grid.to_numpy(dtype=float)
+    values = _grid(cells, "mean")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=RATIO_COLOURS, norm=norm,
                       origin="lower", aspect="auto")
     for (row, col), value in np.ndenumerate(values):

@@ -6,7 +6,8 @@ Figure: one panel per problem (the ``dataset`` column); one colour per (method, 
 mean over seeds with its 95% Student-t band (:func:`.aggregate.summarize`) on log-log axes, and
 the paper's printed bound on the same metric (the task's ``<metric>_bound`` column) dashed in
 the same colour; where a theorem states only a rate (DP bilevel's O~ bounds), grey dotted
-reference lines of its predicted slopes. Table: per (problem, method, epsilon) the
+reference lines of its predicted slopes; the trivial baseline (x = 0, x0: the runs'
+``trivial_<metric>``) grey and dashed (:mod:`.trivial`). Table: per (problem, method, epsilon) the
 least-squares slope of log(mean metric) against log(n) with a 95% bootstrap interval (seeds
 resampled within every n), the slope of the printed bound over the same n, the largest ratio
 of the mean to the bound, and for the private runs the predicted slopes beside the fit.
@@ -33,6 +34,12 @@ from dpminimax.report.aggregate import (
 )
 from dpminimax.report.figures import save_figure
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, method_style, paper_style
+from dpminimax.report.trivial import (
+    draw_trivial_line,
+    has_trivial,
+    trivial_label,
+    trivial_means,
+)
 
 SERIES = ("dataset", "method", "epsilon")
 #: Parameters that make separate series where a job sweeps them (the noise calibration, the
@@ -84,6 +91,8 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
     if against == "epsilon":
         table = table[np.isfinite(table["epsilon"])]
     summary = _rate_summary(table, metric, against)
+    trivial = (trivial_means(table, metric, list(dict.fromkeys(
+        ("dataset", *axis.panel, against, axis.other)))) if has_trivial(table, metric) else None)
     panels = summary[["dataset", *axis.panel]].drop_duplicates().sort_values(
         ["dataset", *axis.panel])
     with paper_style():
@@ -107,6 +116,9 @@ def plot_rate(table: pd.DataFrame, metric: str, *, ylabel: str,
                     continue
                 _draw_series(ax, one, against, colour, series_label(method, axis.other, fixed))
             _reference_lines(ax, rows, against, reference or {})
+            if trivial is not None:
+                _trivial_lines(ax, trivial.merge(panels.iloc[[i]]), against, axis.other,
+                               trivial_label(table))
             ax.set_xscale("log", base=axis.base)
             ax.set_yscale("log")
             ax.set_xlabel(axis.label)
@@ -248,6 +260,18 @@ def _reference_lines(ax, rows: pd.DataFrame, against: str,
         ax.plot(xs, start * (xs / xs[0]) ** slope, color="#777777",
                 linestyle=styles[i % len(styles)],
                 linewidth=1.0, label=f"slope {slope:.2g} ({name.replace('_', ' ')})")
+
+
+def _trivial_lines(ax: Axes, trivial: pd.DataFrame, against: str, other: str,
+                   label: str) -> None:
+    """The trivial baseline of a panel (:mod:`.trivial`) against its x axis: one line, or
+    against epsilon one per n (its value depends on the instance, not on epsilon)."""
+    split = [other] if other != "epsilon" else []
+    means = trivial.groupby([*split, against])["trivial"].mean().reset_index()
+    means = means[means["trivial"] > 0]  # a log axis
+    for i, (_, one) in enumerate(means.groupby(split) if split else [((), means)]):
+        one = one.sort_values(against)
+        draw_trivial_line(ax, one[against], one["trivial"], label if i == 0 else None)
 
 
 def series_colours(count: int) -> list[tuple[float, float, float]]:

@@ -9,6 +9,8 @@ each panel:
   (:func:`.aggregate.summarize`); a method without ``p_gamma`` (e.g. unconstrained DP-SGD) is a
   single marker per panel;
 * our non-private runs (``epsilon = inf``), drawn dotted in every panel of their dataset;
+* the trivial baseline, the majority-class predictor of the runs' training labels (the runs'
+  ``trivial_test_error`` and ``trivial_<violation>``, which is 0): a grey cross;
 * the baselines the paper copied from the DP-FERMI repository (:func:`.reference.load_reported`,
   spec Appendix B) at the same dataset, epsilon and constraint: dashed lines, hollow markers and
   their [lower, upper] violation band, labelled ``"<method> (reported)"``.
@@ -40,6 +42,8 @@ from dpminimax.report.style import (
     paper_style,
     series_styles,
 )
+from dpminimax.report.trivial import draw_trivial_points, has_trivial, trivial_label
+from dpminimax.trivial import column as trivial_column
 
 ERROR_AXIS_LABEL = "Misclassification error"
 VIOLATION_LABELS = {
@@ -112,6 +116,7 @@ def plot_tradeoff(
                 panel = dict(zip(panels, (row, col), strict=True))
                 ax = grid_axes[i, j]
                 _draw_panel(ax, ours, theirs, styles, panel["dataset"], panel["epsilon"])
+                draw_majority(ax, df, violation, panel["dataset"])
                 ax.set_title(f"{panel['dataset']}, ε = {epsilon_label(panel['epsilon'])}")
                 if i == len(row_values) - 1:
                     ax.set_xlabel(ERROR_AXIS_LABEL)
@@ -122,6 +127,17 @@ def plot_tradeoff(
             fig.suptitle(title)
     save_figure(fig, out_paths)
     return fig
+
+
+def draw_majority(ax: Axes, df: pd.DataFrame, violation: str, dataset: str) -> None:
+    """The trivial baseline's point (:mod:`.trivial`): the majority-class predictor's test
+    error and violation (0: it predicts one class), the mean over the dataset's runs."""
+    if df.empty or not (has_trivial(df, "test_error") and has_trivial(df, violation)):
+        return
+    own = df[df["dataset"] == dataset]
+    if own[trivial_column("test_error")].notna().any():
+        draw_trivial_points(ax, [float(own[trivial_column("test_error")].mean())],
+                            [float(own[trivial_column(violation)].mean())], trivial_label(df))
 
 
 def _our_summary(df: pd.DataFrame, violation: str) -> pd.DataFrame:

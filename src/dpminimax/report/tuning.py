@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from dpminimax.report.aggregate import require_columns, series_table, summary_columns
 from dpminimax.report.figures import plot_metric_vs_epsilon
+from dpminimax.trivial import column as trivial_column
 
 TUNING_COLUMNS = ("p_n", "excess_test_loss", "test_loss_best")
 #: The metrics of :func:`tuning_table`, as summarized (those the runs have).
@@ -32,13 +33,17 @@ TABLE_METRICS = ("omega_out", "excess_test_loss", "excess_test_loss_released",
 
 def with_excess(table: pd.DataFrame) -> pd.DataFrame:
     """The runs with the released fit's excess test loss where they have one (module
-    docstring)."""
+    docstring), and its trivial baseline's (the fit y = 0)."""
     require_columns(table, TUNING_COLUMNS, "the tuning study",
                     "runs on a tuning problem, e.g. pc_ridge_tuning")
     if "test_loss_released" not in table.columns:
         return table
-    return table.assign(excess_test_loss_released=table["test_loss_released"]
-                        - table["test_loss_best"])
+    table = table.assign(excess_test_loss_released=table["test_loss_released"]
+                         - table["test_loss_best"])
+    if trivial_column("test_loss_released") not in table.columns:
+        return table
+    return table.assign(**{trivial_column("excess_test_loss_released"): (
+        table[trivial_column("test_loss_released")] - table["test_loss_best"])})
 
 
 def _swept_dx(runs: pd.DataFrame) -> bool:

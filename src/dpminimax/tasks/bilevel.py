@@ -13,7 +13,12 @@
   ||y~l_t - y^lambda(x_t)|| and bias ||g_t - grad L*_lambda(x_t)|| over the steps, and how
   often the projection of §2.7b was active;
 * on a tuning problem (Section 7), the problem's tuning metrics: the tuned omega, the test
-  loss of the exact fit at it, and the sample's best omega and its test loss.
+  loss of the exact fit at it, and the sample's best omega and its test loss;
+* the trivial baseline (``trivial_<metric>``, issue 36): every metric above that depends on
+  the output, at x0 = 0 (the start point of Algs. 1 and 3 and the centre of X, a point every
+  method could release without data) on the run's own sample, with the run's eta; and
+  ``trivial_inner_error_max`` ||y0 - y*(x0)||, the error of the inner solvers' start y0 = 0,
+  and for a released fit (DP-Grid) ``trivial_test_loss_released``, the test loss of y = 0.
 
 Not attacked by membership inference (each run draws its own sample); the bilevel leak attack
 (:mod:`dpminimax.attacks.bilevel_leak`) is its privacy check.
@@ -27,9 +32,16 @@ import torch
 
 from dpminimax.problems.base import stack_examples
 from dpminimax.tasks.base import Task
+from dpminimax.trivial import OUTPUT, column, prefixed
 
 if TYPE_CHECKING:
     from dpminimax.algorithms.base import FitResult, Method
+
+
+#: Metrics that are no utility of the output: the dimensions, the penalty method's bias at it
+#: and the sample's own tuning optimum (the same for every output).
+NOT_OUTPUT = frozenset({"d_x", "d_y", "penalty_bias", "omega_best", "test_loss_best",
+                        "test_loss_shared", "excess_test_loss_shared"})
 
 
 class BilevelOptimization(Task):
@@ -53,16 +65,28 @@ class BilevelOptimization(Task):
         for members in groups.values():
             each = [problem.statistics(stack_examples([fit.samples[r]])) for r in members]
             stats = {key: torch.cat([one[key] for one in each]) for key in each[0]}
-            found = self._measure(problem, fit, members, stats)
-            for r, values in zip(members, found, strict=True):
-                rows[r] |= values
+            found = self._measure(problem, fit.state, fit, members, stats)
+            start = {key: torch.zeros_like(value) for key, value in fit.state.items()}
+            trivial = self._measure(problem, start, fit, members, stats)
+            x0 = start["x"][members].to(problem.dtype)
+            inner = torch.linalg.vector_norm(problem.inner_solution(x0, stats), dim=-1)
+            for r, values, base, y0 in zip(members, found, trivial, inner, strict=True):
+                rows[r] |= values | prefixed(
+                    {key: value for key, value in base.items() if key not in NOT_OUTPUT})
+                if "inner_error_max" in rows[r]:  # the inner solvers' start y0 = 0 at x0
+                    rows[r][column("inner_error_max")] = float(y0)
+                if "test_loss_released" in rows[r]:  # a released fit's: y = 0
+                    rows[r][column("test_loss_released")] = float(problem.test_loss(
+                        torch.zeros(1, problem.y.dim, dtype=problem.dtype))[0])
+                rows[r][OUTPUT] = "x0 = 0"
         return rows
 
     @staticmethod
-    def _measure(problem, fit: FitResult, members: list[int],
+    def _measure(problem, state: dict[str, torch.Tensor], fit: FitResult, members: list[int],
                  stats: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
-        """The metrics of runs ``members`` (one n), whose samples' statistics are ``stats``."""
-        x = fit.state["x"][members].to(problem.dtype)
+        """The metrics of the outputs ``state`` of runs ``members`` (one n), whose samples'
+        statistics are ``stats``."""
+        x = state["x"][members].to(problem.dtype)
         eta, lam = (torch.tensor([float(fit.resolved_params[r][key]) for r in members],
                                  dtype=problem.dtype, device=x.device) for key in ("eta", "lam"))
         gradient = problem.hypergradient(x, stats)
@@ -72,8 +96,8 @@ class BilevelOptimization(Task):
             "penalty_bias": problem.penalty_gradient(x, lam, stats) - gradient,
         }
         for rule in ("last", "random"):  # the output-rule ablation (E9)
-            if f"x_{rule}" in fit.state:
-                other = fit.state[f"x_{rule}"][members].to(problem.dtype)
+            if f"x_{rule}" in state:
+                other = state[f"x_{rule}"][members].to(problem.dtype)
                 metrics[f"gradient_mapping_norm_{rule}"] = problem.gradient_mapping(
                     other, problem.hypergradient(other, stats), eta)
         norms = {key: torch.linalg.vector_norm(value, dim=-1) for key, value in metrics.items()}

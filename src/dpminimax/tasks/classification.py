@@ -1,5 +1,7 @@
 """Classification with a sensitive attribute: accuracy and fairness gaps on the test and the
-training set, the training loss, and the method's own metrics (constraint satisfaction)."""
+training set, the training loss, and the method's own metrics (constraint satisfaction); and
+the same accuracy and fairness gaps of the trivial baseline (``trivial_<metric>``, issue 36):
+the constant predictor of the training labels' majority class, whose fairness gaps are 0."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import torch
 from dpminimax.data.inputs import split_inputs
 from dpminimax.metrics import classification_report
 from dpminimax.tasks.base import Task
+from dpminimax.trivial import OUTPUT, prefixed
 
 if TYPE_CHECKING:
     from dpminimax.algorithms.base import FitResult, Method
@@ -41,6 +44,7 @@ class FairClassification(Task):
             fit.state, x_train, torch.as_tensor(data.y_train, device=device),
         ).mean(dim=1).cpu().numpy()
         extra = method.extra_metrics(fit, data, device)
+        trivial = majority_report(data)
         rows = []
         for r, run in enumerate(fit.runs):
             degenerate = bool(np.unique(predictions[r]).size == 1)
@@ -55,8 +59,25 @@ class FairClassification(Task):
                 **extra[r],
                 "train_loss": float(train_losses[r]),
                 "degenerate_predictor": degenerate,
+                **trivial,
             })
         return rows
+
+
+def majority_class(data: PreparedDataset) -> int:
+    """The most frequent training label (ties: the smaller label): the trivial predictor's."""
+    labels, counts = np.unique(np.asarray(data.y_train), return_counts=True)
+    return int(labels[np.argmax(counts)])
+
+
+def majority_report(data: PreparedDataset) -> dict[str, Any]:
+    """The test and training metrics of the constant predictor of :func:`majority_class`, as
+    trivial columns."""
+    majority = majority_class(data)
+    test = classification_report(data.y_test, np.full(len(data.y_test), majority), data.s_test)
+    train = classification_report(data.y_train, np.full(len(data.y_train), majority),
+                                  data.s_train)
+    return prefixed(test | _train_metrics(train)) | {OUTPUT: f"majority class ({majority})"}
 
 
 def _train_metrics(report: Mapping[str, float]) -> dict[str, float]:

@@ -4,12 +4,14 @@ membership attack of Table 2 (:mod:`dpminimax.attacks.confounded_mia`)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 
 from dpminimax.tasks.base import Task
+from dpminimax.trivial import OUTPUT, prefixed
 
 if TYPE_CHECKING:
     from dpminimax.algorithms.base import FitResult, Method
@@ -37,11 +39,34 @@ class DroClassification(Task):
                                           ).cpu().numpy() for split in ("train", "test")}
         attack = confounded_mia(logits["train"], logits["test"], data.y_train, data.y_test,
                                 [run.seed for run in fit.runs])
+        trivial = initial_model_metrics(fit, data, device)
         rows = []
         for r, run in enumerate(fit.runs):
             ceiling = (float(dp_auc_ceiling(run.epsilon, run.delta))
                        if np.isfinite(run.epsilon) else 1.0)
             rows.append({**imbalanced_report(data.y_test, logits["test"][r]),
                          **(fit.counters[r] if fit.counters else {}),
-                         **attack[r], "mia_auc_ceiling": ceiling})
+                         **attack[r], "mia_auc_ceiling": ceiling, **trivial[r]})
         return rows
+
+
+def initial_model_metrics(fit: FitResult, data: PreparedDataset,
+                          device: torch.device) -> list[dict[str, Any]]:
+    """Per run, the trivial columns of its initial model (``model.init_state`` of its seed,
+    the programs' start, :class:`~dpminimax.algorithms.dro_program.DroProgram`): test
+    accuracy, AUC and F1, and at the curves' rows its point of the curves (``trivial_curve``)
+    with its DRO gradient norm and objective Phi. Uses no random numbers of any run."""
+    from dpminimax.data.inputs import split_inputs
+    from dpminimax.metrics.imbalanced import CurveRecorder, imbalanced_report
+
+    initial = fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs])
+    logits = fit.model.logits(initial, split_inputs(data, "test", device)).cpu().numpy()
+    first = fit.resolved_params[0]  # the curves' rows and Phi's lam0, rho are shared
+    recorder = CurveRecorder(fit.model, data, device, every=1, steps=0,
+                             rows=int(first["curve_rows"]), lam0=float(first["lam0"]),
+                             rho=float(first["rho"]), runs=len(fit.runs))
+    points = recorder.points(0, initial, {})
+    return [prefixed({**imbalanced_report(data.y_test, logits[r]),
+                      "dro_gradient_norm": point["dro_gradient_norm"],
+                      "dro_objective": point["dro_objective"], "curve": json.dumps([point])})
+            | {OUTPUT: "initial model"} for r, point in enumerate(points)]

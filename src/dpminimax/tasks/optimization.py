@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 from dpminimax.tasks.base import Task
+from dpminimax.trivial import OUTPUT, column, prefixed
 
 if TYPE_CHECKING:
     from dpminimax.algorithms.base import FitResult, Method
     from dpminimax.data import PreparedDataset
     from dpminimax.problems import Problem
+    from dpminimax.problems.base import Examples, Point
 
 
 class SyntheticOptimization(Task):
@@ -33,6 +35,10 @@ class SyntheticOptimization(Task):
 
     def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset | None,
                  device: torch.device) -> list[dict[str, Any]]:
+        """Each run's errors (class docstring) and, beside them, ``trivial_<metric>``: the
+        same errors of the centre of the feasible balls, 0 in every released block (x = 0,
+        (x, y) = (0, 0); the start x~_0 = 0 of BYOA's phased algorithms), a point every method
+        could release without data (``trivial_output``)."""
         problem = method.problem(fit.resolved_params[0])
         params = {name: value.to(problem.dtype) for name, value in fit.state.items()}
         if len(fit.samples) != len(fit.runs):
@@ -40,26 +46,22 @@ class SyntheticOptimization(Task):
                              "(FitResult.samples) to measure the empirical quantities on")
         samples = fit.samples
         solution = problem.population_solution()
+        centre = {name: torch.zeros_like(value[:1]) for name, value in params.items()}
+        # the trivial point's population errors are those of every run of this problem
+        trivial = prefixed(_errors(problem, centre, None, solution)) | {
+            OUTPUT: trivial_output(centre)}
         # the program's per-run counts (BYOA's base solvers: gradient_evaluations) come first
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
         for r, sample in enumerate(samples):
             one = {name: value[r:r + 1] for name, value in params.items()}
-            if problem.maximized and not set(problem.maximized) <= set(one):
-                # only the minimized block is released (BYOA Cor. 4.9): the primal gap
-                rows[r]["population_primal_gap"] = float(problem.primal_gap(one)[0])
-                rows[r]["empirical_primal_gap"] = float(problem.primal_gap(one, sample)[0])
-            elif problem.maximized:
-                rows[r]["population_strong_gap"] = float(problem.strong_gap(one)[0])
-                rows[r]["empirical_strong_gap"] = float(problem.strong_gap(one, sample)[0])
-            else:
-                rows[r]["excess_population_risk"] = float(problem.excess_risk(one)[0])
-                rows[r]["excess_empirical_risk"] = float(problem.excess_risk(one, sample)[0])
-            for name, value in one.items():
-                rows[r][f"distance_{name}"] = float(torch.linalg.vector_norm(
-                    value[0] - solution[name].to(value)))
+            rows[r] |= _errors(problem, one, None, solution) | _errors(problem, one, sample)
+            rows[r] |= trivial | prefixed(_errors(problem, centre, sample))
         if problem.maximized and hasattr(problem, "weak_gap") and set(problem.maximized) <= set(
                 params):
             _add_weak_gaps(problem, params, fit, rows)
+            gap = float(problem.weak_gap(centre))  # S copies of one point: its own weak gap
+            for row in rows:
+                row[column("population_weak_gap")] = gap
         for r in range(len(samples)):
             run = fit.runs[r]
             bounds = method.utility_bounds(problem, int(fit.resolved_params[r]["n"]),
@@ -68,9 +70,38 @@ class SyntheticOptimization(Task):
                 if metric not in rows[r]:  # e.g. a weak-gap bound on a game without one
                     continue
                 rows[r][f"{metric}_bound"] = bound
-                rows[r][f"{metric}_over_bound"] = (rows[r][metric] / bound if bound > 0
-                                                   else float("nan"))
+                for name in (metric, column(metric)):
+                    rows[r][f"{name}_over_bound"] = (rows[r][name] / bound if bound > 0
+                                                     else float("nan"))
         return rows
+
+
+def trivial_output(point: Point) -> str:
+    """The trivial point in words: ``x = 0`` or ``(x, y) = (0, 0)``."""
+    names = list(point)
+    if len(names) == 1:
+        return f"{names[0]} = 0"
+    return f"({', '.join(names)}) = ({', '.join('0' for _ in names)})"
+
+
+def _errors(problem: Problem, point: Point, sample: Examples | None,
+            solution: Point | None = None) -> dict[str, float]:
+    """The errors of one point (blocks (1, dim)) on the population (``sample`` None; with
+    the distance of every block to ``solution``) or on ``sample``: the primal gap where only
+    the minimized block is released (BYOA Cor. 4.9), the strong gap of a game, else the
+    excess risk."""
+    where = "population" if sample is None else "empirical"
+    args = (point,) if sample is None else (point, sample)
+    if problem.maximized and not set(problem.maximized) <= set(point):
+        errors = {f"{where}_primal_gap": float(problem.primal_gap(*args)[0])}
+    elif problem.maximized:
+        errors = {f"{where}_strong_gap": float(problem.strong_gap(*args)[0])}
+    else:
+        errors = {f"excess_{where}_risk": float(problem.excess_risk(*args)[0])}
+    if solution is not None:
+        errors |= {f"distance_{name}": float(torch.linalg.vector_norm(
+            value[0] - solution[name].to(value))) for name, value in point.items()}
+    return errors
 
 
 def _add_weak_gaps(problem: Problem, params: dict[str, torch.Tensor], fit: FitResult,
