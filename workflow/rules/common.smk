@@ -14,6 +14,7 @@ from dpminimax.experiments import (
 )
 from dpminimax.algorithms import METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
+from dpminimax.feasibility import check_jobs, prepared_train_size
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
@@ -89,6 +90,25 @@ for _paper in selected_papers(config["papers"], SELECTED):
     PAPERS[_paper], _jobs = _load_paper(_paper)
     for _job in _jobs:
         JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, _job.epsilon)] = _job
+
+
+def prepared_size(dataset):
+    """The training size of ``dataset`` if it is prepared as this config prepares it (else
+    None: its jobs are planned when they start)."""
+    data = config["data"]
+    return prepared_train_size(
+        Path(f"results/data/{dataset}/meta.json"),
+        data.get("dataset_max_rows", {}).get(dataset, data["max_rows"]), data["split_seed"])
+
+
+# Every job's privacy plan before any job runs (dpminimax.feasibility; in the main process only,
+# remembered under .snakemake/ per training code).
+if workflow.is_main_process:
+    try:
+        check_jobs(JOBS.values(), prepared_size, Path(".snakemake/dpminimax/plans.json"),
+                   TRAIN_CODE, lambda job: str(experiments_file(job.paper)))
+    except ExperimentConfigError as err:
+        raise WorkflowError(str(err)) from None
 
 
 wildcard_constraints:
