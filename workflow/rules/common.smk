@@ -268,3 +268,24 @@ def all_targets():
                     for ext in ("pdf", "png")
                 ]
     return targets
+
+
+#: Rules whose jobs may ask for a GPU (their ``gpu`` resource: Job.gpus).
+GPU_RULES = ("train", "train_unattacked", "tune")
+
+
+def slurm_resources(rule_name):
+    """The config's SLURM account and partition for ``rule_name`` (``slurm:``): a job asking
+    for a GPU goes to ``gpu_partition`` (default ``partition``), every other to ``partition``;
+    unset keys add nothing."""
+    settings = config.get("slurm") or {}
+    resources = {}
+    if settings.get("account"):
+        resources["slurm_account"] = settings["account"]
+    cpu = settings.get("partition")
+    gpu = settings.get("gpu_partition") or cpu
+    if rule_name in GPU_RULES and gpu != cpu:
+        resources["slurm_partition"] = lambda wildcards: gpu if job_of(wildcards).gpus else cpu
+    elif cpu:
+        resources["slurm_partition"] = cpu
+    return resources
