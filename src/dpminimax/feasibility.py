@@ -30,14 +30,14 @@ from dpminimax.experiments import ExperimentConfigError, Job, parse_epsilon
 
 def plan_job(job: Job, n: int | None = None, data: PreparedDataset | None = None) -> int:
     """Plan every grid point of ``job`` on ``n`` training rows (None: the size its method
-    draws itself) or, given the prepared ``data``, as :meth:`Method.fit` starts on it
-    (:meth:`Method.preflight`); raise the plan's error. Returns how many runs were planned."""
+    draws itself) or, given the prepared ``data``, exactly as :meth:`Method.fit` starts on it
+    (:meth:`Method.plan_runs`); raise the plan's error. Returns how many runs were planned."""
     method = get_method(job.method)
     runs = expand_runs(job.seeds[:1], parse_epsilon(job.epsilon), job.delta, dict(job.params))
     planned = 0
     for group in shared_groups(method, runs):
         if data is not None:
-            method.preflight(data, group)
+            method.plan_runs(data, group)
             planned += len(group)
             continue
         shared = shared_values([method.resolve(run.params) for run in group],

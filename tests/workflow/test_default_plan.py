@@ -3,9 +3,9 @@
 `snakemake --cores all` once failed after 54 minutes on a RaCO-DP job whose single step already
 exceeded its epsilon on a small stand-in. Here each dataset of the default config is prepared
 as the workflow prepares it (row caps, split seed, stand-ins where the data is absent) and every
-job goes through the DAG's plan check (:func:`dpminimax.feasibility.plan_job`) on that data:
-its method's ``preflight``, the privacy planning ``fit`` starts with. The workflow runs the same
-check on every job whose data is prepared when it builds the DAG.
+job goes through :func:`dpminimax.feasibility.plan_job` on that data: the privacy planning
+``fit`` starts with (``plan_runs``), so the plan check the workflow runs when it builds the DAG
+(the same plans on the prepared data's ``n_train``) passes on a rerun too.
 """
 
 from __future__ import annotations
