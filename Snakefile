@@ -23,3 +23,9 @@ rule all:
     input:
         all_targets(),
     default_target: True
+
+
+# The config's SLURM account and partitions (slurm:) on every rule, beside its own resources.
+for _rule in workflow.rules:
+    for _name, _value in slurm_resources(_rule.name).items():
+        _rule.resources[_name] = _value

@@ -70,6 +70,8 @@ class Job:
     tuning: Mapping[str, Any] | None = None
     #: False for a job on a synthetic problem (no prepared data, no membership attack).
     attacked: bool = True
+    #: The folder its outputs go under (:func:`results_root`).
+    results: str = "results"
 
     @property
     def tuned(self) -> bool:
@@ -85,18 +87,18 @@ class Job:
 
     @property
     def tune_dir(self) -> str:
-        return (f"results/{self.paper}/tune/{self.experiment}/{self.dataset}/{self.method}/"
-                f"eps~{self.epsilon}")
+        return (f"{self.results}/{self.paper}/tune/{self.experiment}/{self.dataset}/"
+                f"{self.method}/eps~{self.epsilon}")
 
     @property
     def train_dir(self) -> str:
-        return (f"results/{self.paper}/train/{self.experiment}/{self.dataset}/{self.method}/"
-                f"eps~{self.epsilon}")
+        return (f"{self.results}/{self.paper}/train/{self.experiment}/{self.dataset}/"
+                f"{self.method}/eps~{self.epsilon}")
 
     @property
     def attack_path(self) -> str:
-        return (f"results/{self.paper}/attack/{self.experiment}/{self.dataset}/{self.method}/"
-                f"eps~{self.epsilon}/attack.parquet")
+        return (f"{self.results}/{self.paper}/attack/{self.experiment}/{self.dataset}/"
+                f"{self.method}/eps~{self.epsilon}/attack.parquet")
 
     def run_config(self, code_version: str) -> dict[str, Any]:
         return {
@@ -106,6 +108,13 @@ class Job:
             "code_version": code_version,
             **({"tuning": dict(self.tuning)} if self.tuning is not None else {}),
         }
+
+
+def results_root(dataset_override: list[str] | None) -> str:
+    """Where a run's paper outputs go: ``results/``, or with a ``dataset_override`` a folder
+    of its own (``results/override~<d1>+<d2>/``), so an override never replaces the outputs
+    of the papers' own datasets. Prepared data stays in ``results/data/``, shared."""
+    return f"results/override~{'+'.join(dataset_override)}" if dataset_override else "results"
 
 
 def load_experiments(path: str | Path) -> dict[str, Any]:
@@ -227,7 +236,8 @@ def expand_jobs(
                         raise ExperimentConfigError(f"{m_where}.params: {err}") from None
                     jobs.append(Job(paper, exp_name, dataset, method_name, eps, exp_delta,
                                     seeds, job_params, scale, tuned,
-                                    attacked=method.task.attacked and not on_problems))
+                                    attacked=method.task.attacked and not on_problems,
+                                    results=results_root(dataset_override)))
     return jobs
 
 

@@ -35,9 +35,9 @@ def data():
 
 
 def _params(**overrides):
-    method = get_method("racodp")
-    return method.resolve({"clip": math.inf, "noise_multiplier": 0.0, "histogram_scale": 0.0,
-                           **overrides})
+    """Resolved without clipping or noise: the non-private twin's parameters (a private method
+    refuses clip = inf)."""
+    return get_method("sgda_nonprivate").resolve(overrides)
 
 
 def test_primal_step_is_the_gradient_of_the_minibatch_lagrangian(data):

@@ -168,3 +168,31 @@ def test_smoke_jobs_run_as_slurm_jobs_with_the_profiles_resources(workflow_copy)
                                                 "mem_mb": int(mem.rstrip("M"))}
         else:
             assert res["gpu"] == "0" and int(res["mem_mb"]) > 1000, job
+
+
+def test_config_keys_set_account_and_partitions_keeping_every_resource(workflow_copy):
+    """``slurm:`` in the config (issue 40 item 11): every job gets the account; GPU jobs the GPU
+    partition, every other job the CPU one; runtime, mem_mb and gpu stay the profile's and the
+    rules' (unlike ``--default-resources``, which replaces the profile's defaults)."""
+    result = run_snakemake(
+        workflow_copy, "--profile", PROFILE, "-n", "--config", "scale=paper",
+        "experiments={dpdro: [table3], baselines: all}",
+        "slurm={account: acc1, partition: cpuq, gpu_partition: gpuq}")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-4000:]
+    jobs = list(_jobs(out).values())
+    assert {"train", "figure", "prepare_data"} <= {job["rule"] for job in jobs}
+    gpu_jobs = 0
+    for job in jobs:
+        resources = job["resources"]
+        assert resources["slurm_account"] == "acc1", job
+        gpu = int(resources.get("gpu", 0))
+        gpu_jobs += gpu
+        assert resources["slurm_partition"] == ("gpuq" if gpu else "cpuq"), job
+        if job["rule"] in ("train", "train_unattacked"):
+            assert int(resources["runtime"]) == (1440 if gpu else 240), job
+            assert int(resources["mem_mb"]) == (32000 if gpu else 8000), job
+        else:
+            expected = _profile_resources(job["rule"])
+            assert {key: int(resources[key]) for key in expected} == expected, job
+    assert gpu_jobs > 0  # paper-scale networks ask for a GPU

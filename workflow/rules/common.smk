@@ -9,11 +9,13 @@ from dpminimax.experiments import (
     ExperimentConfigError,
     expand_jobs,
     load_experiments,
+    results_root,
     select_experiments,
     selected_papers,
 )
 from dpminimax.algorithms import METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
+from dpminimax.feasibility import check_jobs, prepared_train_size
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.provenance import (
     code_fingerprint,
@@ -38,6 +40,8 @@ def check_against_schema(instance, name, source):
 check_against_schema(config, "config.schema.yaml", "workflow config")
 
 SCALE = config["scale"]
+# The papers' outputs: results/<paper>/, or a dataset override's own folder.
+RESULTS = results_root(config.get("dataset_override"))
 # ``experiments: all`` (e.g. ``--config experiments=all`` over smoke.yaml's selection: Snakemake
 # merges a mapping given on the command line into the config file's, so only a string can
 # replace it) runs every experiment of every paper.
@@ -89,6 +93,25 @@ for _paper in selected_papers(config["papers"], SELECTED):
     PAPERS[_paper], _jobs = _load_paper(_paper)
     for _job in _jobs:
         JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, _job.epsilon)] = _job
+
+
+def prepared_size(dataset):
+    """The training size of ``dataset`` if it is prepared as this config prepares it (else
+    None: its jobs are planned when they start)."""
+    data = config["data"]
+    return prepared_train_size(
+        Path(f"results/data/{dataset}/meta.json"),
+        data.get("dataset_max_rows", {}).get(dataset, data["max_rows"]), data["split_seed"])
+
+
+# Every job's privacy plan before any job runs (dpminimax.feasibility; in the main process only,
+# remembered under .snakemake/ per training code).
+if workflow.is_main_process:
+    try:
+        check_jobs(JOBS.values(), prepared_size, Path(".snakemake/dpminimax/plans.json"),
+                   TRAIN_CODE, lambda job: str(experiments_file(job.paper)))
+    except ExperimentConfigError as err:
+        raise WorkflowError(str(err)) from None
 
 
 wildcard_constraints:
@@ -154,10 +177,10 @@ def claims_file(paper):
 def measured_outputs(paper):
     """The JSON files whose ``claims`` values fill the paper's claims: its workflow benchmarks
     (``benchmarks:`` in experiments.yaml with ``workflow: true``) and its leak attack."""
-    return [f"results/{paper}/bench/{name}.json"
+    return [f"{RESULTS}/{paper}/bench/{name}.json"
             for name, bench in PAPERS[paper].get("benchmarks", {}).items()
             if bench.get("workflow")] + (
-        [f"results/{paper}/leak/claims.json"] if "leak" in PAPERS[paper] else [])
+        [f"{RESULTS}/{paper}/leak/claims.json"] if "leak" in PAPERS[paper] else [])
 
 
 def block_settings(paper, block):
@@ -193,7 +216,7 @@ def lira_epsilons(paper):
 
 
 def lira_files(paper, kind):
-    return [f"results/{paper}/lira/{kind}_eps={eps}.parquet" for eps in lira_epsilons(paper)]
+    return [f"{RESULTS}/{paper}/lira/{kind}_eps={eps}.parquet" for eps in lira_epsilons(paper)]
 
 
 def benchmark_data(wildcards):
@@ -222,26 +245,47 @@ def train_inputs(wildcards):
 def all_targets():
     targets = []
     for paper, spec in PAPERS.items():
-        targets.append(f"results/{paper}/tables/summary.csv")
-        targets.append(f"results/{paper}/report.html")
+        targets.append(f"{RESULTS}/{paper}/tables/summary.csv")
+        targets.append(f"{RESULTS}/{paper}/report.html")
         if claims_file(paper).exists():
-            targets.append(f"results/{paper}/tables/claims.csv")
+            targets.append(f"{RESULTS}/{paper}/tables/claims.csv")
         if "lira" in spec:
             lira_epsilons(paper)  # refuse a bad block before any job
-            targets += [f"results/{paper}/tables/lira.csv",
-                        f"results/{paper}/figures/lira.pdf", f"results/{paper}/figures/lira.png"]
+            targets += [f"{RESULTS}/{paper}/tables/lira.csv",
+                        f"{RESULTS}/{paper}/figures/lira.pdf", f"{RESULTS}/{paper}/figures/lira.png"]
         if "leak" in spec:
-            targets += [f"results/{paper}/tables/leak.csv",
-                        f"results/{paper}/figures/leak.pdf", f"results/{paper}/figures/leak.png"]
+            targets += [f"{RESULTS}/{paper}/tables/leak.csv",
+                        f"{RESULTS}/{paper}/figures/leak.pdf", f"{RESULTS}/{paper}/figures/leak.png"]
         if "audit" in spec:
-            targets += [f"results/{paper}/audit/audit.csv",
-                        f"results/{paper}/figures/audit.pdf", f"results/{paper}/figures/audit.png"]
+            targets += [f"{RESULTS}/{paper}/audit/audit.csv",
+                        f"{RESULTS}/{paper}/figures/audit.pdf", f"{RESULTS}/{paper}/figures/audit.png"]
         for experiment, exp_spec in spec["experiments"].items():
-            targets += [f"results/{paper}/tables/{experiment}/{name}.csv"
+            targets += [f"{RESULTS}/{paper}/tables/{experiment}/{name}.csv"
                         for name in exp_spec.get("tables", [])]
             for figure in exp_spec.get("figures", []):
                 targets += [
-                    f"results/{paper}/figures/{experiment}/{figure}.{ext}"
+                    f"{RESULTS}/{paper}/figures/{experiment}/{figure}.{ext}"
                     for ext in ("pdf", "png")
                 ]
     return targets
+
+
+#: Rules whose jobs may ask for a GPU (their ``gpu`` resource: Job.gpus).
+GPU_RULES = ("train", "train_unattacked", "tune")
+
+
+def slurm_resources(rule_name):
+    """The config's SLURM account and partition for ``rule_name`` (``slurm:``): a job asking
+    for a GPU goes to ``gpu_partition`` (default ``partition``), every other to ``partition``;
+    unset keys add nothing."""
+    settings = config.get("slurm") or {}
+    resources = {}
+    if settings.get("account"):
+        resources["slurm_account"] = settings["account"]
+    cpu = settings.get("partition")
+    gpu = settings.get("gpu_partition") or cpu
+    if rule_name in GPU_RULES and gpu != cpu:
+        resources["slurm_partition"] = lambda wildcards: gpu if job_of(wildcards).gpus else cpu
+    elif cpu:
+        resources["slurm_partition"] = cpu
+    return resources

@@ -6,25 +6,25 @@ rule aggregate:
         metrics=lambda wc: [f"{job.train_dir}/metrics.parquet" for job in paper_jobs(wc.paper)],
         attacks=lambda wc: [job.attack_path for job in paper_jobs(wc.paper) if job.attacked],
     output:
-        "results/{paper}/runs.parquet",
+        f"{RESULTS}/{{paper}}/runs.parquet",
     params:
         code=REPORT_CODE,
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/aggregate.log",
+        f"{RESULTS}/{{paper}}/logs/aggregate.log",
     script:
         "../scripts/aggregate.py"
 
 
 rule figure:
     input:
-        runs="results/{paper}/runs.parquet",
+        runs=f"{RESULTS}/{{paper}}/runs.parquet",
         reported=lambda wc: reported_baselines(wc.paper),
     output:
-        pdf="results/{paper}/figures/{experiment}/{figure}.pdf",
+        pdf=f"{RESULTS}/{{paper}}/figures/{{experiment}}/{{figure}}.pdf",
         png=report(
-            "results/{paper}/figures/{experiment}/{figure}.png",
+            f"{RESULTS}/{{paper}}/figures/{{experiment}}/{{figure}}.png",
             caption="../report/figure.rst",
             category="{paper}",
             subcategory="{experiment}",
@@ -34,17 +34,17 @@ rule figure:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/figures/{experiment}/{figure}.log",
+        f"{RESULTS}/{{paper}}/logs/figures/{{experiment}}/{{figure}}.log",
     script:
         "../scripts/figure.py"
 
 
 rule table:
     input:
-        "results/{paper}/runs.parquet",
+        f"{RESULTS}/{{paper}}/runs.parquet",
     output:
         report(
-            "results/{paper}/tables/summary.csv",
+            f"{RESULTS}/{{paper}}/tables/summary.csv",
             caption="../report/table.rst",
             category="{paper}",
         ),
@@ -53,17 +53,17 @@ rule table:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/tables/summary.log",
+        f"{RESULTS}/{{paper}}/logs/tables/summary.log",
     script:
         "../scripts/table.py"
 
 
 rule experiment_table:
     input:
-        "results/{paper}/runs.parquet",
+        f"{RESULTS}/{{paper}}/runs.parquet",
     output:
         report(
-            "results/{paper}/tables/{experiment}/{table}.csv",
+            f"{RESULTS}/{{paper}}/tables/{{experiment}}/{{table}}.csv",
             caption="../report/table.rst",
             category="{paper}",
             subcategory="{experiment}",
@@ -73,29 +73,29 @@ rule experiment_table:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/tables/{experiment}/{table}.log",
+        f"{RESULTS}/{{paper}}/logs/tables/{{experiment}}/{{table}}.log",
     script:
         "../scripts/experiment_table.py"
 
 
 rule claims:
     input:
-        runs="results/{paper}/runs.parquet",
+        runs=f"{RESULTS}/{{paper}}/runs.parquet",
         claims=lambda wc: str(claims_file(wc.paper)),
         measured=lambda wc: measured_outputs(wc.paper),
     output:
         csv=report(
-            "results/{paper}/tables/claims.csv",
+            f"{RESULTS}/{{paper}}/tables/claims.csv",
             caption="../report/claims.rst",
             category="{paper}",
         ),
-        markdown="results/{paper}/tables/claims.md",
+        markdown=f"{RESULTS}/{{paper}}/tables/claims.md",
     params:
         code=REPORT_CODE,
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/tables/claims.log",
+        f"{RESULTS}/{{paper}}/logs/tables/claims.log",
     script:
         "../scripts/claims.py"
 
@@ -106,7 +106,7 @@ rule paper_benchmark:
     input:
         unpack(benchmark_data),
     output:
-        "results/{paper}/bench/{bench}.json",
+        f"{RESULTS}/{{paper}}/bench/{{bench}}.json",
     params:
         code=BENCH_CODE,
         settings=lambda wc: PAPERS[wc.paper]["benchmarks"][wc.bench],
@@ -114,7 +114,7 @@ rule paper_benchmark:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/bench/{bench}.log",
+        f"{RESULTS}/{{paper}}/logs/bench/{{bench}}.log",
     script:
         "../scripts/paper_benchmark.py"
 
@@ -125,10 +125,10 @@ rule audit:
     input:
         arrays=lambda wc: f"results/data/{PAPERS[wc.paper]['audit']['dataset']}/arrays.npz",
     output:
-        csv=report("results/{paper}/audit/audit.csv", caption="../report/audit.rst",
+        csv=report(f"{RESULTS}/{{paper}}/audit/audit.csv", caption="../report/audit.rst",
                    category="{paper}"),
-        pdf="results/{paper}/figures/audit.pdf",
-        png=report("results/{paper}/figures/audit.png", caption="../report/audit.rst",
+        pdf=f"{RESULTS}/{{paper}}/figures/audit.pdf",
+        png=report(f"{RESULTS}/{{paper}}/figures/audit.png", caption="../report/audit.rst",
                    category="{paper}"),
     params:
         code=TRAIN_CODE,
@@ -139,9 +139,9 @@ rule audit:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/audit.log",
+        f"{RESULTS}/{{paper}}/logs/audit.log",
     benchmark:
-        "results/{paper}/benchmarks/audit.tsv"
+        f"{RESULTS}/{{paper}}/benchmarks/audit.tsv"
     script:
         "../scripts/audit.py"
 
@@ -151,12 +151,12 @@ rule audit:
 # its claims read.
 rule leak:
     output:
-        csv=report("results/{paper}/tables/leak.csv", caption="../report/leak.rst",
+        csv=report(f"{RESULTS}/{{paper}}/tables/leak.csv", caption="../report/leak.rst",
                    category="{paper}"),
-        pdf="results/{paper}/figures/leak.pdf",
-        png=report("results/{paper}/figures/leak.png", caption="../report/leak.rst",
+        pdf=f"{RESULTS}/{{paper}}/figures/leak.pdf",
+        png=report(f"{RESULTS}/{{paper}}/figures/leak.png", caption="../report/leak.rst",
                    category="{paper}"),
-        claims="results/{paper}/leak/claims.json",
+        claims=f"{RESULTS}/{{paper}}/leak/claims.json",
     params:
         code=TRAIN_CODE,
         settings=lambda wc: block_settings(wc.paper, "leak"),
@@ -166,9 +166,9 @@ rule leak:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/leak.log",
+        f"{RESULTS}/{{paper}}/logs/leak.log",
     benchmark:
-        "results/{paper}/benchmarks/leak.tsv"
+        f"{RESULTS}/{{paper}}/benchmarks/leak.tsv"
     script:
         "../scripts/leak.py"
 
@@ -179,8 +179,8 @@ rule lira:
     input:
         arrays=lambda wc: f"results/data/{PAPERS[wc.paper]['lira']['dataset']}/arrays.npz",
     output:
-        metrics="results/{paper}/lira/metrics_eps={eps}.parquet",
-        roc="results/{paper}/lira/roc_eps={eps}.parquet",
+        metrics=f"{RESULTS}/{{paper}}/lira/metrics_eps={{eps}}.parquet",
+        roc=f"{RESULTS}/{{paper}}/lira/roc_eps={{eps}}.parquet",
     params:
         code=TRAIN_CODE,
         settings=lambda wc: lira_settings(wc.paper),
@@ -190,9 +190,9 @@ rule lira:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/lira/eps={eps}.log",
+        f"{RESULTS}/{{paper}}/logs/lira/eps={{eps}}.log",
     benchmark:
-        "results/{paper}/benchmarks/lira/eps={eps}.tsv"
+        f"{RESULTS}/{{paper}}/benchmarks/lira/eps={{eps}}.tsv"
     script:
         "../scripts/lira.py"
 
@@ -204,17 +204,17 @@ rule lira_report:
         metrics=lambda wc: lira_files(wc.paper, "metrics"),
         roc=lambda wc: lira_files(wc.paper, "roc"),
     output:
-        csv=report("results/{paper}/tables/lira.csv", caption="../report/lira.rst",
+        csv=report(f"{RESULTS}/{{paper}}/tables/lira.csv", caption="../report/lira.rst",
                    category="{paper}"),
-        pdf="results/{paper}/figures/lira.pdf",
-        png=report("results/{paper}/figures/lira.png", caption="../report/lira.rst",
+        pdf=f"{RESULTS}/{{paper}}/figures/lira.pdf",
+        png=report(f"{RESULTS}/{{paper}}/figures/lira.png", caption="../report/lira.rst",
                    category="{paper}"),
     params:
         code=REPORT_CODE,
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/lira_report.log",
+        f"{RESULTS}/{{paper}}/logs/lira_report.log",
     script:
         "../scripts/lira_report.py"
 
@@ -223,30 +223,30 @@ rule lira_report:
 rule notebook:
     input:
         spec=lambda wc: str(experiments_file(wc.paper)),
-        runs="results/{paper}/runs.parquet",
-        summary="results/{paper}/tables/summary.csv",
+        runs=f"{RESULTS}/{{paper}}/runs.parquet",
+        summary=f"{RESULTS}/{{paper}}/tables/summary.csv",
         claims=lambda wc: (
-            [f"results/{wc.paper}/tables/claims.md"] if claims_file(wc.paper).exists() else []
+            [f"{RESULTS}/{wc.paper}/tables/claims.md"] if claims_file(wc.paper).exists() else []
         ),
         tables=lambda wc: [
-            f"results/{wc.paper}/tables/{experiment}/{name}.csv"
+            f"{RESULTS}/{wc.paper}/tables/{experiment}/{name}.csv"
             for experiment, exp_spec in PAPERS[wc.paper]["experiments"].items()
             for name in exp_spec.get("tables", [])
         ],
         reported=lambda wc: reported_baselines(wc.paper),
     output:
         html=report(
-            "results/{paper}/report.html",
+            f"{RESULTS}/{{paper}}/report.html",
             caption="../report/notebook.rst",
             category="{paper}",
         ),
-        notebook="results/{paper}/report.ipynb",
+        notebook=f"{RESULTS}/{{paper}}/report.ipynb",
     params:
         code=REPORT_CODE,
         experiments=lambda wc: list(PAPERS[wc.paper]["experiments"]),
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/notebook.log",
+        f"{RESULTS}/{{paper}}/logs/notebook.log",
     script:
         "../scripts/paper_notebook.py"

@@ -5,7 +5,7 @@
 # A job on a synthetic problem (rule train_problem) draws its own data and is not attacked.
 
 
-TRAIN_DIR = "results/{paper}/train/{experiment}/{dataset}/{method}/eps~{eps}"
+TRAIN_DIR = f"{RESULTS}/{{paper}}/train/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}"
 
 
 rule train:
@@ -19,7 +19,7 @@ rule train:
         model=f"{TRAIN_DIR}/model.pt",
         accounting=f"{TRAIN_DIR}/accounting.json",
         run_config=f"{TRAIN_DIR}/run_config.json",
-        attack="results/{paper}/attack/{experiment}/{dataset}/{method}/eps~{eps}/attack.parquet",
+        attack=f"{RESULTS}/{{paper}}/attack/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}/attack.parquet",
     params:
         run_config=lambda wildcards: job_of(wildcards).run_config(TRAIN_CODE),
         code=TRAIN_CODE,
@@ -32,9 +32,9 @@ rule train:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/train/{experiment}/{dataset}/{method}/eps~{eps}.log",
+        f"{RESULTS}/{{paper}}/logs/train/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.log",
     benchmark:
-        "results/{paper}/benchmarks/train/{experiment}/{dataset}/{method}/eps~{eps}.tsv"
+        f"{RESULTS}/{{paper}}/benchmarks/train/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.tsv"
     script:
         "../scripts/train.py"
 
@@ -68,8 +68,8 @@ rule train_problem:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/train/{experiment}/{dataset}/{method}/eps~{eps}.log",
+        f"{RESULTS}/{{paper}}/logs/train/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.log",
     benchmark:
-        "results/{paper}/benchmarks/train/{experiment}/{dataset}/{method}/eps~{eps}.tsv"
+        f"{RESULTS}/{{paper}}/benchmarks/train/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.tsv"
     script:
         "../scripts/train.py"

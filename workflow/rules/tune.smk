@@ -3,7 +3,7 @@
 # batched program) -> the choice per cell -> phase 2 is the ordinary train rule with the choice
 # as input. Tuning is outside every printed epsilon, as in the paper.
 
-TUNE_DIR = "results/{paper}/tune/{experiment}/{dataset}/{method}/eps~{eps}"
+TUNE_DIR = f"{RESULTS}/{{paper}}/tune/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}"
 
 
 rule tune:
@@ -23,7 +23,7 @@ rule tune:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/tune/{experiment}/{dataset}/{method}/eps~{eps}.log",
+        f"{RESULTS}/{{paper}}/logs/tune/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.log",
     script:
         "../scripts/tune.py"
 
@@ -38,6 +38,6 @@ rule select_configs:
     conda:
         CONDA_ENV
     log:
-        "results/{paper}/logs/select/{experiment}/{dataset}/{method}/eps~{eps}.log",
+        f"{RESULTS}/{{paper}}/logs/select/{{experiment}}/{{dataset}}/{{method}}/eps~{{eps}}.log",
     script:
         "../scripts/select_configs.py"

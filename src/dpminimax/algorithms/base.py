@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpminimax.algorithms.params import Check, ParameterError, check_values
+from dpminimax.algorithms.params import CLIP, CLIP_OR_INF, Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.membership import member_count, shadow_indices
 from dpminimax.privacy.accounting import accounting_record
@@ -187,6 +187,12 @@ class Method(ABC):
         shared_values([self.resolve(run.params) for run in runs], self.shared_parameters,
                       self.name)
 
+    def plan_reads_data(self, shared: Mapping[str, Any]) -> bool:
+        """Whether :meth:`plan` needs the training data itself, not only its size n, with the
+        runs' ``shared`` values (then the workflow cannot plan the job before its data is
+        loaded: :mod:`dpminimax.feasibility`); no by default."""
+        return False
+
     @abstractmethod
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """The privacy plan of ``run`` on ``n`` training examples, without training (pure:
@@ -279,7 +285,9 @@ def nonprivate_twin(private: type[M], class_name: str, *, name: str, label: str,
         "__doc__": doc, "__module__": private.__module__, "__qualname__": class_name,
         "name": name, "label": label, "private": False, "parameters": parameters,
         "fixed": {**private.fixed, **fixed},
-        "checks": {key: check for key, check in private.checks.items() if key in parameters},
+        # without noise a kept clip norm may be inf (no clipping)
+        "checks": {key: CLIP_OR_INF if check is CLIP else check
+                   for key, check in private.checks.items() if key in parameters},
     })
     private.twin = name
     return twin

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -250,6 +250,10 @@ class DpFermi(Method):
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's noise on ``data`` (raises where the plan is infeasible)."""
         self.plan_runs(data, runs)
+
+    def plan_reads_data(self, shared: Mapping[str, Any]) -> bool:
+        """Thm. 3.3's plan (sensitive-attribute mode) reads the training set's group counts."""
+        return shared["privacy"] == "sensitive_attribute"
 
     def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         """What the privacy modes need of the data and the model (:meth:`plan` checks the

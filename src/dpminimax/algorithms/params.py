@@ -34,7 +34,10 @@ POSITIVE = Check("a number > 0", lambda v: _real(v) and math.isfinite(v) and v >
 NON_NEGATIVE = Check("a number >= 0", lambda v: _real(v) and math.isfinite(v) and v >= 0)
 COUNT = Check("an integer >= 1", lambda v: isinstance(v, numbers.Integral)
               and not isinstance(v, bool) and v >= 1)
-CLIP = Check("a number > 0 (inf: no clipping)", lambda v: _real(v) and v > 0)
+#: A private method's clip norm: finite, since its noise is scaled to it (a plan refuses a noised
+#: release of unbounded contributions); a non-private twin's may be inf (:data:`CLIP_OR_INF`).
+CLIP = Check("a finite number > 0 (a private method clips)", lambda v: POSITIVE.accepts(v))
+CLIP_OR_INF = Check("a number > 0 (inf: no clipping)", lambda v: _real(v) and v > 0)
 FLAG = Check("true or false", lambda v: isinstance(v, bool))
 
 

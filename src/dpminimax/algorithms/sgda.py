@@ -91,7 +91,7 @@ class DpSgda(ProblemMethod):
     }
     checks: ClassVar[dict[str, Check]] = {
         **PROBLEM_CHECKS, "lr": NON_NEGATIVE, "batch_size": COUNT, "epochs": POSITIVE,
-        "clip": Check(f"{LIPSCHITZ!r} (the problem's L) or a number > 0",
+        "clip": Check(f"{LIPSCHITZ!r} (the problem's L) or a finite number > 0",
                       lambda v: v == LIPSCHITZ or CLIP.accepts(v)),
         "accountant": ACCOUNTANT, "schedule": one_of(*SCHEDULES)}
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED

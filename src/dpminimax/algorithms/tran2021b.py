@@ -201,7 +201,7 @@ class Tran2021b(Method):
     checks: ClassVar[dict[str, Check]] = {
         "alpha": NON_NEGATIVE, "fairness": one_of(*FAIRNESS),
         "lr": NON_NEGATIVE, "lr_dual": NON_NEGATIVE, "clip_primal": CLIP,
-        "clip_dual": Check("'bound' or a number > 0",
+        "clip_dual": Check("'bound' or a finite number > 0",
                            lambda v: v == DUAL_BOUND or CLIP.accepts(v)),
         "batch_size": COUNT, "epochs": COUNT, "dual_noise_ratio": POSITIVE,
         "count_noise_ratio": POSITIVE, "accountant": ACCOUNTANT}
