@@ -8,10 +8,20 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from scipy import stats
 from toydata import toy_dataset
 
-from dpminimax.attacks.canaries import PLANTED_BUGS, audit_method, planted, with_canaries
+from dpminimax.algorithms import get_method
+from dpminimax.algorithms.base import RunSpec
+from dpminimax.attacks.canaries import (
+    GROSS_BUGS,
+    NEAR_CLAIM_BUGS,
+    audit_method,
+    canary_scores,
+    planted,
+    with_canaries,
+)
 from dpminimax.privacy.audit import epsilon_for, epsilon_lower_bound, p_value
 from dpminimax.privacy.release import BatchedRelease, Release
 
@@ -61,6 +71,25 @@ def test_lower_bound_is_valid_on_randomized_response():
     assert epsilon_lower_bound(says_in + 0.01 * rng.random(m), included, 0.0).epsilon_lower > 1
 
 
+def test_lower_bound_is_valid_with_delta_and_both_scorings():
+    """A tight (eps, delta) mechanism: with probability delta a canary's membership is
+    revealed (a shift of +-10), otherwise randomized response at eps. Scored as the audit does
+    (the shift and its size), eps_lower exceeds eps in at most 5% of trials; without the delta
+    term of the p-value the revealed canaries push it above far more often."""
+    rng = np.random.default_rng(11)
+    eps, delta, m, trials = 1.0, 0.02, 300, 200
+    p = 1 / (1 + math.exp(-eps))
+    exceeded = 0
+    for _ in range(trials):
+        included = rng.random(m) < 0.5
+        says_in = np.where(rng.random(m) < p, included, ~included)
+        shift = np.where(says_in, 1.0, -1.0) + 0.01 * rng.random(m)
+        shift = np.where(rng.random(m) < delta, np.where(included, 10.0, -10.0), shift)
+        exceeded += epsilon_lower_bound(np.stack([shift, np.abs(shift)]), included,
+                                        delta).epsilon_lower > eps
+    assert exceeded <= 0.05 * trials
+
+
 def test_lower_bound_refuses_bad_scores():
     with pytest.raises(ValueError, match="finite"):
         epsilon_lower_bound([0.0, math.nan], [True, False], 1e-5)
@@ -86,6 +115,33 @@ def test_canaries_get_their_own_columns_and_half_are_included():
     np.testing.assert_array_equal(audited.data.x_train[2000:], audited.inputs[included])
     assert np.all(np.linalg.norm(audited.inputs, axis=1) == 1000.0)
     assert audited.data.x_test.shape[1] == 105
+    assert audited.data.meta["planned_size"] == 2000 + 50
+
+
+@pytest.mark.parametrize("method", ["dp_sgd", "tran2021a", "tran2021b", "jagielski2019",
+                                    "dpfermi", "racodp"])
+def test_the_plan_does_not_depend_on_which_canaries_were_drawn(method):
+    """The audited mechanism is fixed before the inclusion draw (Steinke et al. 2023, Thm. 3.1):
+    two draws with different numbers of included canaries give the same q, T, sigma and
+    accounting."""
+    data = _data()
+    draws = [with_canaries(data, 100, 10.0, seed=seed) for seed in (0, 1)]
+    assert draws[0].included.sum() != draws[1].included.sum()
+    run = RunSpec(0, 1.0, 1e-5, {})
+    plans = [get_method(method).plan_runs(draw.data, [run]) for draw in draws]
+    assert plans[0][0] == plans[1][0]  # resolved params with q, T, sigma
+    assert plans[0][2][0].record == plans[1][2][0].record
+
+
+def test_canaries_do_not_saturate():
+    """At the default norm a canary's loss gradient is not lost to a saturated logit: after a
+    correctly noised run every canary's log-odds stay within +-20 (at norm 1000 most leave)."""
+    data = _data()
+    audited = with_canaries(data, 200, 10.0, seed=0)
+    fit = get_method("dp_sgd").fit(audited.data, [RunSpec(0, 1.0, 1e-5, {"epochs": 5,
+                                                                        "batch_size": 256})],
+                                   torch.device("cpu"))
+    assert np.abs(canary_scores(fit, audited.inputs, torch.device("cpu"))[0]).max() < 20
 
 
 def test_planted_bugs_change_every_release_and_are_undone():
@@ -109,7 +165,7 @@ def test_audit_detects_each_planted_bug_and_not_the_real_method(method, params):
     data = _data()
     real = audit_method(method, data, params, 1.0, 1e-5, canaries=200)
     assert real["epsilon_claimed"] <= 1.0 and real["epsilon_lower"] <= real["epsilon_claimed"]
-    for bug in PLANTED_BUGS:
+    for bug in GROSS_BUGS:
         broken = audit_method(method, data, params, 1.0, 1e-5, canaries=200, bug=bug)
         assert broken["detected"], (bug, broken)
         assert broken["epsilon_lower"] > broken["epsilon_claimed"]
