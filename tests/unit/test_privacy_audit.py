@@ -171,6 +171,21 @@ def test_audit_detects_each_planted_bug_and_not_the_real_method(method, params):
         assert broken["epsilon_lower"] > broken["epsilon_claimed"]
 
 
+def test_the_audit_catches_noise_over_4_on_the_logistic_model():
+    """Power near the claim at the default canary count (1,000): DP-SGD at eps 1 with its noise
+    / 4 (true eps about 9 at this scale) is detected in at least 3 of 4 seeds, noise / 2 has a
+    true eps between the claim and noise / 4's (scripts/audit_power.py measures 10 of 10 seeds
+    on Adult)."""
+    data = _data()
+    params = {"epochs": 5, "batch_size": 256}
+    rows = [audit_method("dp_sgd", data, params, 1.0, 1e-5, seed=seed, bug="noise_over_4")
+            for seed in range(4)]
+    assert sum(row["detected"] for row in rows) >= 3, [row["epsilon_lower"] for row in rows]
+    half = audit_method("dp_sgd", data, params, 1.0, 1e-5, canaries=2, bug="noise_over_2")
+    assert 1.0 < half["epsilon_true"] < rows[0]["epsilon_true"]
+    assert set(NEAR_CLAIM_BUGS) == {"noise_over_2", "noise_over_4"}
+
+
 def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
                                                                        caplog):
     from dpminimax import api
