@@ -75,9 +75,9 @@ def test_lower_bound_is_valid_with_delta_and_both_scorings():
     """A tight (eps, delta) mechanism: with probability delta a canary's membership is
     revealed (a shift of +-10), otherwise randomized response at eps. Scored as the audit does
     (the shift and its size), eps_lower exceeds eps in at most 5% of trials; without the delta
-    term of the p-value the revealed canaries push it above far more often."""
+    term of the p-value the revealed canaries push it above in about 28% of trials."""
     rng = np.random.default_rng(11)
-    eps, delta, m, trials = 1.0, 0.02, 300, 200
+    eps, delta, m, trials = 1.0, 0.05, 300, 200
     p = 1 / (1 + math.exp(-eps))
     exceeded = 0
     for _ in range(trials):
