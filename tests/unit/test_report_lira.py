@@ -115,5 +115,5 @@ def test_replace_one_is_two_add_remove_steps():
     stays none."""
     eps, delta = replace_one(1.0, 1e-5)
     assert eps == 2.0 and delta == pytest.approx((1 + math.e) * 1e-5)
-    assert replace_one(math.inf, 1e-5) == (math.inf, 1.0)
+    assert replace_one(math.inf, 1e-5) == (math.inf, 1e-5)
     assert replace_one(np.array([0.5, 3.0]), 1e-5)[0].tolist() == [1.0, 6.0]

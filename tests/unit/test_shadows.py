@@ -15,6 +15,7 @@ import pytest
 from toydata import toy_dataset
 
 from dpminimax.attacks.canaries import GROSS_BUGS
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, replace_one
 from dpminimax.attacks.shadows import (
     ATTACKS,
     ROC_FPRS,
@@ -74,6 +75,10 @@ def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
     assert {(row["method"], row["attack"]) for row in metrics} == {
         ("dp_sgd", attack) for attack in ATTACKS}
     assert all(row["pool"] == 120 and row["shadows"] == 4 for row in metrics)
+    for row in metrics:  # the ceilings of a replaced row: fixed-size member sets
+        assert row["epsilon_ceiling"] == 2 * row["epsilon_spent"]
+        assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(*replace_one(
+            row["epsilon_spent"], DELTA)))
     assert len(roc) == len(ATTACKS) * len(ROC_FPRS)
     metrics, _ = lira_tables(settings, memorisable(), math.inf)
     assert {row["method"] for row in metrics} == {"nonprivate"}
