@@ -150,6 +150,9 @@ def test_planted_bugs_change_every_release_and_are_undone():
         assert float(BatchedRelease([release]).noise_std[0]) == 0.0
     with planted("noise_over_batch", batch_size=10.0):
         assert float(BatchedRelease([release]).noise_std[0]) == pytest.approx(0.6)
+    for bug, factor in NEAR_CLAIM_BUGS.items():
+        with planted(bug):
+            assert float(BatchedRelease([release]).noise_std[0]) == pytest.approx(6.0 / factor)
     with planted("clipping_removed"):
         broken = BatchedRelease([release])
         assert math.isinf(float(broken.clip[0])) and float(broken.noise_std[0]) == 6.0
@@ -184,6 +187,23 @@ def test_the_audit_catches_noise_over_4_on_the_logistic_model():
     half = audit_method("dp_sgd", data, params, 1.0, 1e-5, canaries=2, bug="noise_over_2")
     assert 1.0 < half["epsilon_true"] < rows[0]["epsilon_true"]
     assert set(NEAR_CLAIM_BUGS) == {"noise_over_2", "noise_over_4"}
+
+
+def test_audit_table_reports_the_smallest_detected_true_epsilon(monkeypatch):
+    from dpminimax.attacks import canaries
+
+    detected = {"noise_over_2": False, "noise_over_4": True, "noise_off": True}
+    true = {"noise_over_2": 2.2, "noise_over_4": 5.3, "noise_off": math.inf}
+    monkeypatch.setattr(canaries, "audit_method", lambda name, *args, bug, **kwargs: {
+        "method": name, "bug": bug or "none", "detected": bug is not None and detected[bug],
+        "epsilon_true": 1.0 if bug is None else true[bug]})
+    settings = {"methods": {"dp_sgd": {}}, "epsilon": 1.0, "delta": 1e-5,
+                "controls": list(detected)}
+    table = canaries.audit_table(settings, _data())
+    assert {row["smallest_detected_epsilon"] for row in table} == {5.3}
+    detected["noise_over_4"] = False  # a gross control alone says nothing near the claim
+    assert {row["smallest_detected_epsilon"] for row in canaries.audit_table(
+        settings, _data())} == {math.inf}
 
 
 def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
