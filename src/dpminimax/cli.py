@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--epsilon", type=POSITIVE, required=True, help="the target epsilon")
     audit.add_argument("--delta", type=DELTA, required=True, help="target delta in (0, 1)")
     audit.add_argument("--params", default="{}", help="JSON object of parameter values")
-    audit.add_argument("--canaries", type=STEPS, default=500,
+    audit.add_argument("--canaries", type=STEPS, default=1000,
                        help="canaries, each included with probability 1/2")
     audit.add_argument("--max-rows", type=STEPS, default=None,
                        help="audit on the first N training rows (default: all)")

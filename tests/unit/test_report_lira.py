@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, replace_one
 from dpminimax.report.lira import ATTACK_ORDER, draw_lira, lira_summary
 
 matplotlib.use("Agg")
@@ -24,12 +24,13 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf)):
             spent = eps * 0.97 if np.isfinite(eps) else eps
             tags = {"method": method, "epsilon": eps, "epsilon_spent": spent, "delta": DELTA,
                     "shadows": 16, "pool": 2000, "dataset": "adult"}
-            ceiling = {"ceiling_auc": dp_auc_ceiling(spent, DELTA),
-                       "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, spent, DELTA),
-                       "ceiling_tpr_at_1pct": dp_tpr_ceiling(1e-2, spent, DELTA)}
+            relation = replace_one(spent, DELTA)  # the shadows' fixed-size member sets
+            ceiling = {"ceiling_auc": dp_auc_ceiling(*relation),
+                       "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, *relation),
+                       "ceiling_tpr_at_1pct": dp_tpr_ceiling(1e-2, *relation)}
             for k, attack in enumerate(ATTACK_ORDER):
                 share = 0.5 / (k + 1)  # of the way from chance to the ceiling
-                tpr = FPRS + share * (dp_tpr_ceiling(FPRS, spent, DELTA) - FPRS)
+                tpr = FPRS + share * (dp_tpr_ceiling(FPRS, *relation) - FPRS)
                 at = {"0.1pct": tpr[np.isclose(FPRS, 1e-3)][0],
                       "1pct": tpr[np.isclose(FPRS, 1e-2)][0]}
                 metrics.append({**tags, "attack": attack,
@@ -42,7 +43,7 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf)):
                                 "n_members": 16000, "n_nonmembers": 16000,
                                 "epsilon_lower": 0.0, **ceiling})
                 roc += [{**tags, "attack": attack, "fpr": f, "tpr": t,
-                         "ceiling_tpr": dp_tpr_ceiling(f, spent, DELTA)}
+                         "ceiling_tpr": dp_tpr_ceiling(f, *relation)}
                         for f, t in zip(FPRS, tpr, strict=True)]
     return pd.DataFrame(metrics), pd.DataFrame(roc)
 
@@ -83,10 +84,14 @@ def test_summary_flags_a_tpr_interval_above_the_ceiling():
     assert not lira_summary(metrics)["above_ceiling"].any()
 
 
-def test_summary_flags_an_epsilon_lower_bound_above_the_epsilon_spent():
+def test_summary_flags_an_epsilon_lower_bound_above_the_replace_one_epsilon():
+    """Spent 0.97 (add/remove): LiRA's shadows differ by a replaced row, so 1.5 is no violation
+    (replace-one epsilon 1.94) and 2.0 is."""
     metrics, _ = tables(epsilons=(1.0, math.inf))
     planted = (metrics["method"] == "dp_sgd") & (metrics["attack"] == "loss_threshold")
     metrics.loc[planted, "epsilon_lower"] = 1.5
+    assert not lira_summary(metrics)["above_ceiling"].any()
+    metrics.loc[planted, "epsilon_lower"] = 2.0
     summary = lira_summary(metrics)
     flagged = summary.loc[summary["above_ceiling"], ["method", "epsilon", "attack"]]
     assert flagged.to_dict("records") == [
@@ -103,3 +108,12 @@ def test_summary_order_and_columns():
     keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))
     assert keys == [(m, e, a) for m in ("dp_sgd", "racodp") for e in (1.0, 8.0, math.inf)
                     for a in ATTACK_ORDER]
+
+
+def test_replace_one_is_two_add_remove_steps():
+    """(eps, delta) add/remove gives (2 eps, (1 + e^eps) delta) for a replaced row; no privacy
+    stays none."""
+    eps, delta = replace_one(1.0, 1e-5)
+    assert eps == 2.0 and delta == pytest.approx((1 + math.e) * 1e-5)
+    assert replace_one(math.inf, 1e-5) == (math.inf, 1e-5)
+    assert replace_one(np.array([0.5, 3.0]), 1e-5)[0].tolist() == [1.0, 6.0]

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from toydata import toy_dataset
 
-from dpminimax.attacks.canaries import PLANTED_BUGS
+from dpminimax.attacks.canaries import GROSS_BUGS
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, replace_one
 from dpminimax.attacks.shadows import (
     ATTACKS,
     ROC_FPRS,
@@ -60,7 +61,7 @@ def test_no_attack_on_dp_sgd_goes_above_the_dp_ceiling():
         assert row["epsilon_lower"] <= 1.0
 
 
-@pytest.mark.parametrize("bug", PLANTED_BUGS)
+@pytest.mark.parametrize("bug", GROSS_BUGS)
 def test_each_planted_bug_puts_an_attack_above_the_ceiling(bug):
     rows = attacked("dp_sgd", 1.0, bug)
     assert max(row["epsilon_lower"] for row in rows.values()) > 1.5
@@ -74,6 +75,10 @@ def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
     assert {(row["method"], row["attack"]) for row in metrics} == {
         ("dp_sgd", attack) for attack in ATTACKS}
     assert all(row["pool"] == 120 and row["shadows"] == 4 for row in metrics)
+    for row in metrics:  # the ceilings of a replaced row: fixed-size member sets
+        assert row["epsilon_ceiling"] == 2 * row["epsilon_spent"]
+        assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(*replace_one(
+            row["epsilon_spent"], DELTA)))
     assert len(roc) == len(ATTACKS) * len(ROC_FPRS)
     metrics, _ = lira_tables(settings, memorisable(), math.inf)
     assert {row["method"] for row in metrics} == {"nonprivate"}

@@ -120,7 +120,8 @@ rule paper_benchmark:
 
 
 # The paper's one-run privacy audit (``audit:`` in experiments.yaml): its private methods and
-# their planted-bug controls; fails if a real method exceeds its epsilon or a bug goes unseen.
+# their planted-bug controls; fails if a real method exceeds its epsilon, warns if a gross bug
+# goes unseen (near-claim controls, noise / 2 and / 4, measure its power).
 rule audit:
     input:
         arrays=lambda wc: f"results/data/{PAPERS[wc.paper]['audit']['dataset']}/arrays.npz",

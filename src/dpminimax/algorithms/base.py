@@ -222,9 +222,11 @@ class Method(ABC):
         return [{} for _ in fit.runs]
 
     def sample_size(self, data: PreparedDataset, shared: dict[str, Any]) -> int:
-        """The number of training examples n the runs are planned on: the dataset's (a
-        synthetic task's method draws its own sample and says its size)."""
-        return len(data.y_train)
+        """The number of training examples n the runs are planned on: the dataset's, or the
+        fixed ``meta["planned_size"]`` of an audited dataset, whose size depends on which
+        canaries were drawn in (:mod:`dpminimax.attacks.canaries`); a synthetic task's method
+        draws its own sample and says its size."""
+        return int(data.meta.get("planned_size", len(data.y_train)))
 
     def shadow_sample_size(self, runs: Sequence[RunSpec], pool: int) -> int:
         """The sample size of shadow runs drawn from ``pool`` training rows (each trains on

@@ -340,8 +340,9 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
     listed private method and its planted-bug controls, their eps_lower beside the claimed
     epsilon, as a table and a figure. Raises if a real method's eps_lower exceeds its claim (a
     mechanism is broken); a control the audit misses is a warning (the audit lacks power there,
-    column ``detected``)."""
-    from dpminimax.attacks.canaries import audit_table
+    column ``detected``); a near-claim control (noise / 2, noise / 4) missed is the audit's
+    measured power, reported in the table only."""
+    from dpminimax.attacks.canaries import GROSS_BUGS, audit_table
     from dpminimax.report.audit import draw_audit
 
     data = load_prepared(data_dir)
@@ -350,7 +351,7 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
         table.to_csv(tmp, index=False)
     draw_audit(table, figure_out)
     real, controls = table[table["bug"] == "none"], table[table["bug"] != "none"]
-    missed = controls[~controls["detected"]]
+    missed = controls[~controls["detected"] & controls["bug"].isin(GROSS_BUGS)]
     if len(missed):
         log.warning("the audit did not detect planted bug(s) %s (table: %s)",
                     (missed["method"] + ":" + missed["bug"]).tolist(), csv_out)

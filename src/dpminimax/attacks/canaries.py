@@ -5,12 +5,20 @@ Canary j is the row ``norm * e_(d + j)`` in its own new feature column (every re
 there), label 1, a random group; each is included with probability 1/2. Only canary j moves the
 weights of column j, so after training its log-odds have moved if it was included and differ from
 an untouched column's by noise alone if not (:func:`canary_scores`; both scorings are tried,
-Bonferroni-corrected). ``norm`` is large, so a
-clipped canary contributes exactly the clip norm and an unclipped one far more.
+Bonferroni-corrected). ``norm`` (10 by default) exceeds the clip norm, so a clipped canary
+contributes its clip norm (all but 1/norm^2 of it in its own column), yet stays small enough that
+its log-odds do not saturate: with norm 1000 the noise drives most canary logits past 20, where
+the loss gradient (1 - p) * norm vanishes and the canary contributes nothing.
 
-Negative controls (:func:`planted`) run the same method with a planted bug in every release:
-noise off, noise divided by the expected batch size, clipping removed. The audit must detect
-them (eps_lower above the claimed epsilon) while every real method stays below.
+The mechanism is planned on a fixed n (``meta["planned_size"]``: the training rows plus half the
+canaries), so its q, T and sigma do not depend on which canaries were drawn in, as the bound
+assumes (Steinke et al. 2023, Thm. 3.1: the mechanism is fixed before the inclusion draw).
+
+Controls (:func:`planted`) run the same method with a planted bug in every release. The gross
+ones (:data:`GROSS_BUGS`: noise off, noise divided by the expected batch size, clipping removed)
+must be detected (eps_lower above the claimed epsilon) while every real method stays below; the
+near-claim ones (:data:`NEAR_CLAIM_BUGS`: noise / 2, noise / 4) measure the audit's power, with
+the true epsilon of the broken mechanism (``epsilon_true``) beside what the audit saw.
 """
 
 from __future__ import annotations
@@ -27,10 +35,17 @@ import torch
 from dpminimax.algorithms import METHODS, get_method
 from dpminimax.algorithms.base import RunSpec, require_binary_labels
 from dpminimax.data import PreparedDataset
+from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.audit import epsilon_lower_bound
-from dpminimax.privacy.release import BatchedRelease
+from dpminimax.privacy.release import Batch, BatchedRelease, Part, plan_event
 
-PLANTED_BUGS = ("noise_off", "noise_over_batch", "clipping_removed")
+GROSS_BUGS = ("noise_off", "noise_over_batch", "clipping_removed")
+#: Noise divided by a factor: violations near the claim (positive controls of the audit's power).
+NEAR_CLAIM_BUGS = {"noise_over_2": 2.0, "noise_over_4": 4.0}
+PLANTED_BUGS = (*GROSS_BUGS, *NEAR_CLAIM_BUGS)
+#: The canary norm of the ``clipping_removed`` control: far above any clip norm, so that an
+#: unclipped canary contributes about a hundred times a clipped one.
+UNCLIPPED_NORM = 1000.0
 
 
 @dataclass(frozen=True)
@@ -46,7 +61,8 @@ class Canaries:
 
 
 def with_canaries(data: PreparedDataset, count: int, norm: float, seed: int) -> Canaries:
-    """``data`` plus ``count`` canaries (module docstring), inclusion drawn from ``seed``."""
+    """``data`` plus ``count`` canaries (module docstring), inclusion drawn from ``seed``; the
+    methods plan on ``len(data.y_train) + count // 2`` rows whatever was drawn."""
     require_binary_labels(data, "the canary audit")
     if count < 2:
         raise ValueError(f"the audit needs at least 2 canaries, got {count}")
@@ -68,7 +84,8 @@ def with_canaries(data: PreparedDataset, count: int, norm: float, seed: int) -> 
         s_train=np.concatenate([data.s_train, groups[included]]),
         x_test=pad(data.x_test),
         feature_names=[*data.feature_names, *(f"canary_{j}" for j in range(count))],
-        meta={**data.meta, "canaries": count, "canaries_included": int(included.sum())})
+        meta={**data.meta, "canaries": count, "canaries_included": int(included.sum()),
+              "planned_size": len(data.y_train) + count // 2})
     return Canaries(audited, inputs, labels, included)
 
 
@@ -88,6 +105,8 @@ def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
             self.noise_std = torch.zeros_like(self.noise_std)
         elif bug == "noise_over_batch":
             self.noise_std = self.noise_std / batch_size
+        elif bug in NEAR_CLAIM_BUGS:
+            self.noise_std = self.noise_std / NEAR_CLAIM_BUGS[bug]
         else:
             self.clip = torch.full_like(self.clip, math.inf)
 
@@ -122,11 +141,13 @@ def auditable_methods() -> list[str]:
 
 
 def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, Any],
-                 epsilon: float, delta: float, *, canaries: int = 500, norm: float = 1000.0,
+                 epsilon: float, delta: float, *, canaries: int = 1000, norm: float = 10.0,
                  seed: int = 0, bug: str | None = None, confidence: float = 0.95,
                  device: torch.device | str = "cpu") -> dict[str, Any]:
     """Train ``method_name`` once on ``data`` with canaries (``bug`` planted, if given) and
-    return its claimed epsilon beside the audit's eps_lower."""
+    return its claimed epsilon beside the audit's eps_lower (and, for a near-claim bug, the
+    broken mechanism's true epsilon). The ``clipping_removed`` control uses canaries of norm
+    :data:`UNCLIPPED_NORM` at least: a missing clip is only visible on a large canary."""
     method = get_method(method_name)
     if not method.private:
         raise ValueError(f"method {method_name!r} is not private: nothing to audit")
@@ -135,19 +156,25 @@ def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, A
             f"method {method_name!r} trains on a problem it draws itself (task "
             f"{method.task.name}), not on a dataset: the canary audit runs the methods that "
             f"train on prepared data: {', '.join(auditable_methods())}")
+    if bug == "clipping_removed":
+        norm = max(norm, UNCLIPPED_NORM)
     audited = with_canaries(data, canaries, norm, seed)
     run = RunSpec(seed, epsilon, delta, dict(params))
-    batch = 1.0
-    if bug == "noise_over_batch":  # the expected batch size qn, from the run's plan
-        n = len(audited.data.y_train)
-        batch = float(method.plan(run, n, audited.data).values.get("sampling_rate") or 1.0) * n
+    n = audited.data.meta["planned_size"]
+    plan = method.plan(run, n, audited.data)
+    batch = float(plan.values.get("sampling_rate") or 1.0) * n  # noise_over_batch's divisor
     device = torch.device(device)
     with planted(bug, batch):
         fit = method.fit(audited.data, [run], device)
     scores = canary_scores(fit, audited.inputs, device)
     result = epsilon_lower_bound(scores, audited.included, delta, confidence)
     claimed = float(fit.accounting[0]["epsilon"])
+    true = (float(accounting_record(plan_event(noise_divided(plan.releases,
+                                                             NEAR_CLAIM_BUGS[bug])), delta,
+                                    plan.record["accountant"])["epsilon"])
+            if bug in NEAR_CLAIM_BUGS else (claimed if bug is None else math.inf))
     return {"method": method_name, "bug": bug or "none", "epsilon_claimed": claimed,
+            "epsilon_true": true,
             "epsilon_lower": result.epsilon_lower, "confidence": result.confidence,
             "canaries": result.canaries, "guesses": result.guesses, "correct": result.correct,
             "detected": result.epsilon_lower > claimed, "delta": delta, "seed": seed,
@@ -155,21 +182,35 @@ def audit_method(method_name: str, data: PreparedDataset, params: Mapping[str, A
                 "neighboring_relation")}
 
 
+def noise_divided(part: Part, factor: float) -> Part:
+    """``part`` with every release's noise multiplier divided by ``factor`` (what a
+    near-claim planted bug releases)."""
+    if isinstance(part, Batch):
+        return replace(part, releases=tuple(
+            replace(r, noise_multiplier=r.noise_multiplier / factor) for r in part.releases))
+    return replace(part, parts=tuple(noise_divided(sub, factor) for sub in part.parts))
+
+
 def audit_table(settings: Mapping[str, Any], data: PreparedDataset,
                 device: torch.device | str = "cpu") -> list[dict[str, Any]]:
     """The audit of a paper (``audit:`` in its experiments.yaml): every method of
     ``settings["methods"]`` ({name: params}) at ``epsilon`` and ``delta``, on the first
-    ``max_rows`` training rows, first as it is and then with each of ``controls`` planted."""
+    ``max_rows`` training rows, first as it is and then with each of ``controls`` planted;
+    ``smallest_detected_epsilon`` is the smallest true epsilon of a near-claim control the
+    audit detected for the method (inf: none)."""
     rows = settings.get("max_rows")
     if rows is not None:
         data = replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
                        s_train=data.s_train[:rows])
     table = []
     for name, params in settings["methods"].items():
-        for bug in (None, *settings.get("controls", PLANTED_BUGS)):
-            table.append(audit_method(
-                name, data, params or {}, float(settings["epsilon"]), float(settings["delta"]),
-                canaries=int(settings.get("canaries", 500)),
-                norm=float(settings.get("canary_norm", 1000.0)),
-                seed=int(settings.get("seed", 0)), bug=bug, device=device))
+        rows = [audit_method(
+            name, data, params or {}, float(settings["epsilon"]), float(settings["delta"]),
+            canaries=int(settings.get("canaries", 1000)),
+            norm=float(settings.get("canary_norm", 10.0)),
+            seed=int(settings.get("seed", 0)), bug=bug, device=device)
+            for bug in (None, *settings.get("controls", PLANTED_BUGS))]
+        smallest = min((row["epsilon_true"] for row in rows
+                        if row["detected"] and row["bug"] in NEAR_CLAIM_BUGS), default=math.inf)
+        table.extend({**row, "smallest_detected_epsilon": smallest} for row in rows)
     return table

@@ -56,6 +56,21 @@ def dp_advantage_ceiling(epsilon: ArrayLike, delta: ArrayLike) -> np.ndarray | f
     return _scalar_or_array(delta + (1.0 - delta) * np.tanh(epsilon / 2.0))
 
 
+def replace_one(epsilon: ArrayLike, delta: ArrayLike) -> tuple[np.ndarray | float,
+                                                                np.ndarray | float]:
+    """The (epsilon, delta) of the replace-one relation implied by add/remove (epsilon, delta)-DP:
+    ``(2 epsilon, (1 + e^epsilon) delta)`` (replacing a row is removing it, then adding another:
+    two add/remove steps, Dwork & Roth 2014, Thm. 2.2's group argument with k = 2, capped at 1;
+    epsilon = inf keeps ``delta``: no privacy, every ceiling is 1 whatever delta).
+    LiRA's shadow models train on member sets of a fixed size, so its IN and OUT models differ by
+    a replaced row and its ceilings are these."""
+    epsilon, delta = _epsilon(epsilon), _as_array("delta", delta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grown = np.where(np.isinf(epsilon), delta,
+                         np.minimum(1.0, (1.0 + np.exp(epsilon)) * delta))
+    return _scalar_or_array(2.0 * epsilon), _scalar_or_array(grown)
+
+
 def _as_array(name: str, value: ArrayLike, high: float = 1.0) -> np.ndarray:
     """``value`` as a float array, checked to lie in ``[0, high]``."""
     array = np.asarray(value, dtype=float)

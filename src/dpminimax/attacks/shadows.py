@@ -22,7 +22,7 @@ import torch
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.canaries import planted
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, replace_one
 from dpminimax.attacks.lira import (
     attack_metrics,
     epsilon_lower_bound_from_roc,
@@ -110,7 +110,10 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
                 device: torch.device | str = "cpu") -> tuple[list[dict], list[dict]]:
     """A paper's ``lira:`` block at one ``epsilon``: every listed method that trains at it
     (private methods at finite epsilon, non-private ones at inf) with ``shadows`` shadow
-    models on the pool; ``(metric rows, ROC rows)`` tagged with the method and epsilon."""
+    models on the pool; ``(metric rows, ROC rows)`` tagged with the method and epsilon. The
+    ceilings and the epsilon lower bound are for the replace-one relation the shadows' fixed-size
+    member sets give (:func:`~dpminimax.attacks.dp_ceiling.replace_one` of the epsilon spent:
+    ``epsilon_ceiling``, ``delta_ceiling``)."""
     pool = pool_of(data, settings.get("max_rows"))
     shadows, delta = int(settings["shadows"]), float(settings["delta"])
     metrics: list[dict] = []
@@ -120,9 +123,11 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
             name, pool, settings["methods"][name] or {}, epsilon, delta, shadows,
             seed=int(settings.get("seed", 0)), device=device)
         spent = max(float(record["epsilon"]) for record in accounting)
+        ceiling = replace_one(spent, delta)
         tags = {"method": name, "epsilon": epsilon, "epsilon_spent": spent, "delta": delta,
+                "epsilon_ceiling": ceiling[0], "delta_ceiling": ceiling[1],
                 "shadows": shadows, "pool": len(pool.y_train), "dataset": data.name}
-        rows, roc = evaluate(losses, members, spent, delta)
+        rows, roc = evaluate(losses, members, *ceiling)
         metrics += [{**tags, **row} for row in rows]
         curves += [{**tags, **row} for row in roc]
     return metrics, curves

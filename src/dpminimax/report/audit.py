@@ -14,10 +14,11 @@ from dpminimax.report.figures import save_figure
 from dpminimax.report.style import method_style, paper_style
 
 CONTROL_MARKERS = {"none": "o", "noise_off": "X", "noise_over_batch": "v",
-                   "clipping_removed": "D"}
+                   "clipping_removed": "D", "noise_over_2": "^", "noise_over_4": "s"}
 CONTROL_LABELS = {"none": "as implemented", "noise_off": "control: noise off",
                   "noise_over_batch": "control: noise / batch size",
-                  "clipping_removed": "control: clipping removed"}
+                  "clipping_removed": "control: clipping removed",
+                  "noise_over_2": "control: noise / 2", "noise_over_4": "control: noise / 4"}
 
 
 def draw_audit(table: pd.DataFrame, out_paths: Sequence[str | os.PathLike]) -> None:

@@ -3,8 +3,11 @@
 
 The figure follows Carlini et al. (2022): a log-log ROC per privacy target, then AUC and TPR at
 0.1% FPR against the epsilon each method spent. Non-private methods sit at an
-"∞" position right of the largest finite epsilon. The table flags every attack whose confidence
-interval clears the DP ceiling, or whose empirical epsilon lower bound exceeds the epsilon spent.
+"∞" position right of the largest finite epsilon. The ceilings are those of the replace-one
+relation implied by the epsilon spent (:func:`~dpminimax.attacks.dp_ceiling.replace_one`: the
+shadows' member sets have a fixed size, so IN and OUT models differ by a replaced row). The table
+flags every attack whose confidence interval clears that ceiling, or whose empirical epsilon lower
+bound (replace-one) exceeds its epsilon.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, replace_one
 from dpminimax.report.figures import save_figure
 from dpminimax.report.style import (
     CEILING_COLOUR,
@@ -50,13 +53,14 @@ CHANCE_LINE = {"color": CHANCE_COLOUR, "linestyle": (0, (4, 3)), "linewidth": 1.
 
 def lira_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per (dataset, method, epsilon, attack) with ``above_ceiling``: at 0.1% or 1% FPR
-    the lower end of the TPR interval exceeds the DP ceiling at the upper end of the FPR
-    interval (both rates are estimated), or the epsilon lower bound exceeds the epsilon spent:
-    a privacy violation beyond the confidence intervals."""
-    above = metrics["epsilon_lower"] > metrics["epsilon_spent"]
+    the lower end of the TPR interval exceeds the replace-one DP ceiling of the epsilon spent at
+    the upper end of the FPR interval (both rates are estimated), or the epsilon lower bound
+    exceeds the replace-one epsilon: a privacy violation beyond the confidence intervals."""
+    epsilon, delta = replace_one(metrics["epsilon_spent"].to_numpy(),
+                                 metrics["delta"].to_numpy())
+    above = metrics["epsilon_lower"] > epsilon
     for tag in ("0.1pct", "1pct"):
-        ceiling = dp_tpr_ceiling(metrics[f"tpr_at_{tag}_fpr_high"].to_numpy(),
-                                 metrics["epsilon_spent"].to_numpy(), metrics["delta"].to_numpy())
+        ceiling = dp_tpr_ceiling(metrics[f"tpr_at_{tag}_fpr_high"].to_numpy(), epsilon, delta)
         above |= metrics[f"tpr_at_{tag}_low"] > ceiling
     table = metrics[list(SUMMARY_COLUMNS)].assign(above_ceiling=above)
     order = {attack: i for i, attack in enumerate(ATTACK_ORDER)}
@@ -105,7 +109,8 @@ def draw_lira(metrics: pd.DataFrame, roc: pd.DataFrame,
                      frameon=False)
         below.text(0.5, 0.0, f"LiRA (Carlini et al. 2022), {_values(metrics['shadows'])} "
                    f"shadow models, each on half of a pool of {_values(metrics['pool'])} "
-                   "training rows; dotted: the most any attack can reach under (ε, δ)-DP",
+                   "training rows; dotted: the most any attack can reach under (ε, δ)-DP, for "
+                   "a replaced row (2ε, (1 + e^ε)δ)",
                    ha="center", va="bottom", fontsize=7, color="#555555")
     save_figure(fig, outputs)
 
@@ -113,12 +118,14 @@ def draw_lira(metrics: pd.DataFrame, roc: pd.DataFrame,
 def _roc_panel(ax: Axes, roc: pd.DataFrame, metrics: pd.DataFrame,
                styles: dict[str, SeriesStyle]) -> None:
     """Log-log ROC of LiRA online (solid) and the loss threshold (dashed) per method, the
-    ceiling at the largest epsilon spent in the panel (it bounds every method) and chance."""
+    replace-one ceiling at the largest epsilon spent in the panel (it bounds every method) and
+    chance."""
     fpr = np.geomspace(*FPR_RANGE, 200)
     ax.plot(FPR_RANGE, FPR_RANGE, **CHANCE_LINE)
     spent = metrics["epsilon_spent"].max()
     if np.isfinite(spent):
-        ax.plot(fpr, dp_tpr_ceiling(fpr, spent, metrics["delta"].max()), **CEILING_LINE)
+        ax.plot(fpr, dp_tpr_ceiling(fpr, *replace_one(spent, metrics["delta"].max())),
+                **CEILING_LINE)
     for method, style in styles.items():
         for attack, linestyle in (("lira_online", "-"), ("loss_threshold", "--")):
             curve = roc.loc[(roc["method"] == method) & (roc["attack"] == attack)]
@@ -147,9 +154,9 @@ def _epsilon_panel(ax: Axes, metrics: pd.DataFrame, metric: str,
     ax.axhline(0.5 if metric == "auc" else LOW_FPR, **CHANCE_LINE)
     if private.any():
         eps = np.geomspace(low, min(high, infinity / 2), 200)
-        delta = metrics["delta"].max()
-        ax.plot(eps, dp_auc_ceiling(eps, delta) if metric == "auc"
-                else dp_tpr_ceiling(LOW_FPR, eps, delta), **CEILING_LINE)
+        ceiling = replace_one(eps, metrics["delta"].max())
+        ax.plot(eps, dp_auc_ceiling(*ceiling) if metric == "auc"
+                else dp_tpr_ceiling(LOW_FPR, *ceiling), **CEILING_LINE)
     if private.any() and (~private).any():  # the axis break before "∞"
         ax.axvline(infinity / 2, color=CHANCE_COLOUR, linewidth=0.6, zorder=1)
     for method, style in styles.items():
