@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.kl_dro import example_losses, loss_residuals
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -31,7 +31,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.kernels.clip import clip_and_accumulate
+from dpminimax.kernels.clip import clip_and_accumulate, clip_factors, per_sample_norms
 from dpminimax.kernels.gather import as_tensor, batch_values
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
@@ -129,6 +129,11 @@ class ScheduledDroMethod(Method):
     #: SPIDER difference by 2C (before its per-step shrink).
     release_bounds: ClassVar[dict[str, tuple[str, float]]]
 
+    def release_bound(self, name: str, params: Mapping[str, Any]) -> float:
+        """The per-example L2 bound of release ``name`` (its multiple of its clip parameter)."""
+        clip, multiple = self.release_bounds[name]
+        return multiple * float(params[clip])
+
     @abstractmethod
     def period(self, params: Mapping[str, Any]) -> int:
         """Steps per repetition of the schedule (its SPIDER period, or 1)."""
@@ -143,8 +148,8 @@ class ScheduledDroMethod(Method):
         multiplier ``sigma``."""
         period = self.period(params)
         steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
-        releases = {name: Release(name, "gaussian", sigma, multiple * float(params[clip]))
-                    for name, (clip, multiple) in self.release_bounds.items()}
+        releases = {name: Release(name, "gaussian", sigma, self.release_bound(name, params))
+                    for name in self.release_bounds}
         rates = {"step": min(1.0, params["batch_size"] / n),
                  "anchor": min(1.0, params["anchor_batch_size"] / n)}
         return (schedule_tree(self.schedule(params), period, periods, releases, rates),
@@ -160,10 +165,56 @@ class ScheduledDroMethod(Method):
             shape, lambda s: self.layout(params, n, s)[0], run.epsilon, run.delta,
             params["accountant"]), 0.0)
         tree, *_ = self.layout(params, n, sigma)
+        if data is not None and any(name.endswith("_difference") for name in self.release_bounds):
+            check_feedback(params, sigma, parameter_count(data, params["model"]))
         return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
                                       "sampling_rate": rates["step"],
                                       "anchor_sampling_rate": rates["anchor"]},
                                run.delta, params["accountant"])
+
+
+def check_feedback(params: Mapping[str, Any], sigma: float, d: int) -> None:
+    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
+    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
+    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
+    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
+    factor = (params["difference_clip"] * params["lr"] * sigma * math.sqrt(d)
+              / params["batch_size"])
+    if factor >= 1:
+        raise ValueError(
+            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {params['difference_clip']:g}"
+            f" * {params['lr']:g} * {sigma:.4g} * sqrt({d}) / {params['batch_size']} = "
+            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
+            f"or lr")
+
+
+def network_for(data: PreparedDataset, architecture: str):
+    """The batched model paper 004's methods train on ``data`` (a binary sigmoid for two-class
+    tabular data, softmax logits otherwise)."""
+    classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
+    return batched_model(data, architecture, num_classes=1 if data.kind == "tabular"
+                         and classes == 2 else classes)
+
+
+def parameter_count(data: PreparedDataset, architecture: str) -> int:
+    """d, the number of trained parameters of the model on ``data``."""
+    state = network_for(data, architecture).init_state(1, torch.device("cpu"), [0])
+    return sum(v[0].numel() for v in state.values())
+
+
+def noiseless_control(private: type[ScheduledDroMethod], class_name: str
+                      ) -> type[ScheduledDroMethod]:
+    """The noiseless clipped control of ``private``: the same program, clipping, weight cap
+    and schedule with sigma = 0 (epsilon = inf). A configuration whose control does not end
+    below Phi at initialisation and below the class prior's Phi fails before noise matters."""
+    twin = private.twin
+    control = nonprivate_twin(
+        private, class_name, name=f"{private.name}_control",
+        label=f"{private.label} (noiseless control)",
+        doc=f"{private.label} with its clipping and schedule and no noise (sigma = 0).",
+        fixed={})
+    private.twin = twin  # the control does not replace the unclipped non-private twin
+    return control
 
 
 @dataclass
@@ -183,10 +234,7 @@ class DroProgram:
     def __init__(self, data: PreparedDataset, runs: Sequence, resolved: Sequence[dict],
                  shared: dict[str, Any], plans: Sequence, device: torch.device, *,
                  rates: Mapping[str, float], steps: int, lam0: float, rho: float) -> None:
-        classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
-        self.model = batched_model(data, shared["model"],
-                                   num_classes=1 if data.kind == "tabular" and classes == 2
-                                   else classes)
+        self.model = network_for(data, shared["model"])
         self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.n = len(self.y)
@@ -235,6 +283,17 @@ class DroProgram:
 
         _, grads = self.model.per_example_grads(params, batch.x, residual)
         return seen["losses"], grads
+
+    def clipped_weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
+                                   weight: Callable[[torch.Tensor], torch.Tensor],
+                                   clip: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-example ``weight(l)_i clip(grad l_i, C)`` (R, B, ...): the loss gradient clipped
+        to the per-run ``clip`` (R,) BEFORE the weight, so a weight bounded by W bounds each
+        example's contribution by W C (papers/dpdro/README.md, "Deviation: clipping")."""
+        losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
+        factor = clip_factors(per_sample_norms(grads), clip) * weight(losses)
+        return {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
+                for k, g in grads.items()}
 
     def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
                 batch: Minibatch, shrink: torch.Tensor | None = None):

@@ -42,6 +42,7 @@ from dpminimax.algorithms.dro_program import (
     add_to,
     descend,
     movement,
+    noiseless_control,
     subtract,
 )
 from dpminimax.algorithms.kl_dro import compositional_terms
@@ -211,3 +212,4 @@ NonPrivateRecursiveSpider = nonprivate_twin(
     label="Recursive-SPIDER (non-private)",
     doc="Alg. 3 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf})
+DpRecursiveSpiderControl = noiseless_control(DpRecursiveSpider, "DpRecursiveSpiderControl")
