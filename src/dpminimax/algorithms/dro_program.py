@@ -12,6 +12,7 @@ factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,7 @@ from dpminimax.kernels.clip import clip_and_accumulate, clip_factors, per_sample
 from dpminimax.kernels.gather import as_tensor, batch_values
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
-from dpminimax.metrics.imbalanced import CurveRecorder
+from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import (
@@ -49,6 +50,8 @@ from dpminimax.privacy.release import (
 )
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import DRO_CLASSIFICATION
+
+LOG = logging.getLogger(__name__)
 
 #: Parameters every paper-004 method has (the training budget, the model and the curves).
 COMMON_PARAMETERS: dict[str, Any] = {
@@ -202,11 +205,25 @@ def parameter_count(data: PreparedDataset, architecture: str) -> int:
     return sum(v[0].numel() for v in state.values())
 
 
+def control_verdicts(fit, data: PreparedDataset, device: torch.device) -> list[dict[str, Any]]:
+    """Per run of a fit: its final Phi, Phi at its initialisation and the class prior's Phi
+    (on the curves' training rows), and whether it ended below both."""
+    first = fit.resolved_params[0]
+    initial, prior = reference_objectives(fit.model, data, device,
+                                          [run.seed for run in fit.runs],
+                                          rows=int(first["curve_rows"]),
+                                          lam0=float(first["lam0"]), rho=float(first["rho"]))
+    return [{"phi_final": row["dro_objective"], "phi_init": float(start), "phi_prior": prior,
+             "below": bool(row["dro_objective"] < min(float(start), prior))}
+            for row, start in zip(fit.counters, initial, strict=True)]
+
+
 def noiseless_control(private: type[ScheduledDroMethod], class_name: str
                       ) -> type[ScheduledDroMethod]:
     """The noiseless clipped control of ``private``: the same program, clipping, weight cap
     and schedule with sigma = 0 (epsilon = inf). A configuration whose control does not end
-    below Phi at initialisation and below the class prior's Phi fails before noise matters."""
+    below Phi at initialisation and below the class prior's Phi fails before noise matters:
+    its fit logs a warning saying so."""
     twin = private.twin
     control = nonprivate_twin(
         private, class_name, name=f"{private.name}_control",
@@ -214,6 +231,19 @@ def noiseless_control(private: type[ScheduledDroMethod], class_name: str
         doc=f"{private.label} with its clipping and schedule and no noise (sigma = 0).",
         fixed={})
     private.twin = twin  # the control does not replace the unclipped non-private twin
+
+    def fit(self, data, runs, device, monitor=None):
+        result = super(control, self).fit(data, runs, device, monitor)
+        for run, verdict in zip(runs, control_verdicts(result, data, device), strict=True):
+            if not verdict["below"]:
+                LOG.warning(
+                    "%s on %s (seed %d): the noiseless control ends at Phi %.4g, not below "
+                    "Phi(init) %.4g and the class prior's %.4g: the configuration fails "
+                    "before noise matters", self.name, data.name, run.seed,
+                    verdict["phi_final"], verdict["phi_init"], verdict["phi_prior"])
+        return result
+
+    control.fit = fit
     return control
 
 
