@@ -321,3 +321,19 @@ def test_eq3_contributions_clip_the_loss_gradient_then_cap_the_weight(problem, m
         bound += int((w > cap).sum())
         clipped += int((norm > clip).sum())
     assert bound and clipped  # both the cap and the clip bound some examples
+
+
+@pytest.mark.parametrize("name", ["dp_double_spider", "privatediff_dro", "dp_recursive_spider"])
+def test_plan_refuses_difference_noise_that_feeds_back(problem, name):
+    """c lr sigma sqrt(d) / b >= 1 (d = 4 logistic weights here) is refused in one line naming
+    the parameters; just below it the same run is planned."""
+    data, _ = problem
+    method = get_method(name)
+    params = {"model": "logistic_regression", "batch_size": 20, "anchor_batch_size": 40,
+              "epochs": 1.0, "period": 5, "lr": 0.5}
+    sigma = method.plan(RunSpec(0, 1.0, 1e-5, params), N).values["noise_multiplier"]
+    edge = 20 / (0.5 * sigma * math.sqrt(4))
+    with pytest.raises(ValueError, match=r"^difference_clip \* lr \* sigma \* sqrt\(d\) / "
+                       r"batch_size = [^\n]* >= 1: [^\n]*$"):
+        method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 1.01}), N, data)
+    method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 0.99}), N, data)

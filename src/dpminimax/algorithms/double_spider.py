@@ -42,6 +42,7 @@ from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
+    DIFFERENCE_CLIP,
     Draw,
     DroProgram,
     ScheduledDroMethod,
@@ -56,8 +57,6 @@ from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Che
 from dpminimax.data import PreparedDataset
 
 ANCHOR, DIFFERENCE = "anchor", "difference"
-#: c of the difference clips min(c ||w_t - w_{t-1}||, 2C): see papers/dpdro/README.md.
-DIFFERENCE_CLIP = 5.0
 
 
 class DualSpiderMethod(ScheduledDroMethod):
