@@ -72,7 +72,7 @@ class DpRecursiveSpider(ScheduledDroMethod):
         "v_anchor": ("clip", 1.0), "u_anchor": ("clip_lam", 1.0),
         "v_difference": ("clip", 2.0), "u_difference": ("clip_lam", 2.0), "s": ("clip_s", 1.0)}
     parameters: ClassVar[dict[str, Any]] = {
-        **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 0.1, "lam_init": 5.0, "lam0": 1e-3,
+        **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 0.01, "lam_init": 5.0, "lam0": 1e-3,
         "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0,
         "difference_clip": DIFFERENCE_CLIP,
         "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
