@@ -272,7 +272,9 @@ def test_figures_label_each_method_as_its_class_does():
     from dpminimax.report.style import method_style
 
     for name in ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
-                 "scdro", "double_spider", "recursive_spider"):
+                 "scdro", "double_spider", "recursive_spider", "dp_sgda_dro_control",
+                 "privatediff_dro_control", "dp_double_spider_control",
+                 "dp_recursive_spider_control"):
         assert method_style(name).label == METHODS[name].label
 
 
