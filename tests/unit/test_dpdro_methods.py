@@ -213,7 +213,7 @@ def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
     data = toy_images(n=192)
     method = get_method(name)
     params = {"model": "small_cnn", "batch_size": 32, "anchor_batch_size": 64, "epochs": 1.0,
-              "period": 3, "eval_every": 2, "curve_rows": 64}
+              "period": 3, "eval_every": 2, "curve_rows": 64, "difference_clip": 0.5}
     epsilon = 2.0 if method.private else math.inf
     runs = [RunSpec(seed, epsilon, 1e-5, {k: v for k, v in params.items()
                                           if k in method.parameters}) for seed in (0, 1)]
