@@ -150,7 +150,8 @@ def test_difference_clips_follow_the_iterate_movement(problem, monkeypatch):
     monkeypatch.setattr(dro_program.DroProgram, "difference_shrink", spy)
     monkeypatch.setattr(BatchedRelease, "perturb", record)
     _fit("dp_double_spider", data, epsilon=2.0, seeds=(0, 1), batch_size=20,
-         anchor_batch_size=40, epochs=0.5, period=5, difference_clip=3.0, clip=0.5)
+         anchor_batch_size=40, epochs=0.5, period=5, difference_clip=3.0, clip=0.5,
+         weight_cap=1.0)
     assert seen
     for _, movement, factor, shrink, bound in seen:
         expected = torch.clamp(factor * movement, max=bound) / bound
@@ -164,15 +165,16 @@ def test_difference_clips_follow_the_iterate_movement(problem, monkeypatch):
 @pytest.mark.parametrize("name", ["dp_sgda_dro", "dp_double_spider", "privatediff_dro"])
 def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(problem, name):
     """With a large clip the first x step is dominated by its noise: the step's spread over
-    parameters and runs is lr sigma C / (q n) (the noise of the SUM, divided once)."""
+    parameters and runs is lr sigma W C / (q n) (the noise of the SUM of contributions bounded
+    by the weight cap W times the gradient clip C, divided once)."""
     data, _ = problem
-    clip, lr, batch = 50.0, 0.1, 20
+    clip, cap, lr, batch = 50.0, 2.0, 0.1, 20
     method, fit = _fit(name, data, epsilon=1.0, seeds=tuple(range(16)), batch_size=batch,
                        anchor_batch_size=batch, epochs=batch / N, period=1, clip=clip,
-                       lr=lr)
+                       weight_cap=cap, lr=lr)
     sigma = fit.resolved_params[0]["noise_multiplier"]
     moved = torch.cat([fit.state["weight"].flatten(), fit.state["bias"].flatten()])
-    planned = lr * sigma * clip / batch
+    planned = lr * sigma * cap * clip / batch
     assert float(moved.std()) == pytest.approx(planned, rel=0.25)
 
 
@@ -211,7 +213,7 @@ def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
     data = toy_images(n=192)
     method = get_method(name)
     params = {"model": "small_cnn", "batch_size": 32, "anchor_batch_size": 64, "epochs": 1.0,
-              "period": 3, "eval_every": 2, "curve_rows": 64}
+              "period": 3, "eval_every": 2, "curve_rows": 64, "difference_clip": 0.5}
     epsilon = 2.0 if method.private else math.inf
     runs = [RunSpec(seed, epsilon, 1e-5, {k: v for k, v in params.items()
                                           if k in method.parameters}) for seed in (0, 1)]
@@ -270,5 +272,70 @@ def test_figures_label_each_method_as_its_class_does():
     from dpminimax.report.style import method_style
 
     for name in ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
-                 "scdro", "double_spider", "recursive_spider"):
+                 "scdro", "double_spider", "recursive_spider", "dp_sgda_dro_control",
+                 "privatediff_dro_control", "dp_double_spider_control",
+                 "dp_recursive_spider_control"):
         assert method_style(name).label == METHODS[name].label
+
+
+def test_eq3_contributions_clip_the_loss_gradient_then_cap_the_weight(problem, monkeypatch):
+    """Each example's x contribution is min(w_i, W) clip(grad l_i, C) and its dual one
+    1 - min(w_i, W), w_i = e^{(l_i - eta)/lam} (README "Deviation: clipping"), recomputed here
+    by hand for the logistic model, on a run where the clip and the cap both bind."""
+    from dpminimax.algorithms import dro_program
+
+    data, _ = problem
+    clip, cap, lam = 0.8, 1.5, 0.5
+    seen = []
+    original = dro_program.DroProgram.release
+
+    def spy(self, name, contributions, batch, shrink=None):
+        if name in ("x_anchor", "dual_anchor"):  # the batch's buffers are reused: copies
+            kept = dro_program.Minibatch(batch.x.clone(), batch.y.clone(), batch.mask.clone(),
+                                         batch.rate)
+            seen.append((name, contributions, kept, {k: v.clone() for k, v in
+                                                     self.params.items()}, self.eta.clone()))
+        return original(self, name, contributions, batch, shrink)
+
+    monkeypatch.setattr(dro_program.DroProgram, "release", spy)
+    _fit("dp_sgda_dro", data, epsilon=1.0, seeds=(0,), batch_size=100, epochs=1.0, lr=2.0,
+         clip=clip, weight_cap=cap, lam=lam)
+    bound = clipped = 0
+    for name, contributions, batch, params, eta in seen[2:]:
+        x = batch.x[0].double()[batch.mask[0]]
+        y = batch.y[0].double()[batch.mask[0]]
+        z = x @ params["weight"][0, 0].double() + params["bias"][0, 0].double()
+        loss = torch.nn.functional.softplus(z) - y * z
+        w = torch.exp((loss - eta[0].double()) / lam)
+        capped = torch.clamp(w, max=cap)
+        if name == "dual_anchor":
+            torch.testing.assert_close(contributions[0][batch.mask[0]].double(), 1 - capped,
+                                       rtol=1e-5, atol=1e-6)
+            continue
+        grad = (torch.sigmoid(z) - y).unsqueeze(-1) * torch.cat(
+            [x, torch.ones_like(x[:, :1])], dim=1)
+        norm = grad.norm(dim=1, keepdim=True)
+        expected = capped.unsqueeze(-1) * grad * torch.clamp(clip / norm, max=1.0)
+        got = torch.cat([contributions["weight"][0].flatten(start_dim=1),
+                         contributions["bias"][0].flatten(start_dim=1)], dim=1)
+        torch.testing.assert_close(got[batch.mask[0]].double(), expected, rtol=1e-4,
+                                   atol=1e-6)
+        bound += int((w > cap).sum())
+        clipped += int((norm > clip).sum())
+    assert bound and clipped  # both the cap and the clip bound some examples
+
+
+@pytest.mark.parametrize("name", ["dp_double_spider", "privatediff_dro", "dp_recursive_spider"])
+def test_plan_refuses_difference_noise_that_feeds_back(problem, name):
+    """c lr sigma sqrt(d) / b >= 1 (d = 4 logistic weights here) is refused in one line naming
+    the parameters; just below it the same run is planned."""
+    data, _ = problem
+    method = get_method(name)
+    params = {"model": "logistic_regression", "batch_size": 20, "anchor_batch_size": 40,
+              "epochs": 1.0, "period": 5, "lr": 0.5}
+    sigma = method.plan(RunSpec(0, 1.0, 1e-5, params), N).values["noise_multiplier"]
+    edge = 20 / (0.5 * sigma * math.sqrt(4))
+    with pytest.raises(ValueError, match=r"^difference_clip \* lr \* sigma \* sqrt\(d\) / "
+                       r"batch_size = [^\n]* >= 1: [^\n]*$"):
+        method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 1.01}), N, data)
+    method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 0.99}), N, data)

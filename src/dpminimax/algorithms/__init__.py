@@ -6,9 +6,12 @@ from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
 from dpminimax.algorithms.bilevel_grid import DpGrid, FixedOmega, NonPrivateGrid
 from dpminimax.algorithms.double_spider import (
     DpDoubleSpider,
+    DpDoubleSpiderControl,
     DpSgdaDro,
+    DpSgdaDroControl,
     NonPrivateDoubleSpider,
     PrivateDiffDro,
+    PrivateDiffDroControl,
 )
 from dpminimax.algorithms.dp_bilevel import (
     BILEVEL_DIAGNOSTICS,
@@ -44,6 +47,7 @@ from dpminimax.algorithms.phased_sgd import PhasedSgd, PhasedSgdNonPrivate
 from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
 from dpminimax.algorithms.recursive_spider import (
     DpRecursiveSpider,
+    DpRecursiveSpiderControl,
     NonPrivateRecursiveSpider,
     Scdro,
 )
@@ -62,7 +66,9 @@ METHODS: dict[str, type[Method]] = {
                               DpBilevel, DpBilevelLocGd, DpBilevelGd, DpBilevelLocGdWarm,
                               NpPen, NpAid,
                               DpDoubleSpider, NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
-                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro, Nseg, Seg,
+                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro,
+                              DpDoubleSpiderControl, DpSgdaDroControl, PrivateDiffDroControl,
+                              DpRecursiveSpiderControl, Nseg, Seg,
                               PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
                               DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
                               NonPrivateGrid, DpAid, DpBilevelMinibatch,

@@ -7,7 +7,7 @@ One program, three schedules (spec 004 §2.2, §3):
   batch; every ``period`` (q) steps an anchor (rate ``anchor_batch_size / n``, clip C), in
   between SPIDER differences of the same examples at consecutive iterates (rate
   ``batch_size / n``, clip ``min(c ||w_t - w_{t-1}||, 2C)``) accumulated on the last estimate.
-  Clipping is per example (the paper clips the batch mean, which bounds no sensitivity; §10.4).
+  Clipping is per example (the paper clips the batch mean, which bounds no sensitivity).
 * ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022, the algorithm the paper means; spec §3.1): one
   batch per step, x and eta clipped gradients at (x_t, eta_t), simultaneous steps.
 * ``privatediff_dro`` (PrivateDiff Minimax, Zhang et al. 2025c; spec §3.2): one batch per
@@ -20,6 +20,14 @@ for p kept as state. For KL, max over p of (2) equals min over eta of (3) (the d
 so they run on (3) here, where eta (the multiplier of sum p = 1) is a released scalar and each
 example's contribution depends on its own data only. Every release is Gaussian with one noise
 multiplier, calibrated over the schedule's event (sampled Gaussians at two rates).
+
+Clipping (a deviation, papers/dpdro/README.md "Deviation: clipping"): psi* = e^s - 1 is not
+Lipschitz, so clipping w_i grad l_i at C clips almost every hard example to the same norm and
+erases the DRO weighting. Here each loss gradient is clipped at C first and the weight is capped
+at W (``weight_cap``): w_i = min(e^{(l_i - eta)/lam}, W), the exact gradient of Eq. (3) with the
+W-truncated KL conjugate (:func:`~dpminimax.algorithms.kl_dro.dual_weights`). An x contribution
+is then at most W C (a difference 2 W C), a dual one 1 - w_i lies in [1 - W, 1] (at most
+max(1, W - 1); a difference at most W): bounded by construction, no dual clip biases eta.
 """
 
 from __future__ import annotations
@@ -34,12 +42,14 @@ from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
+    DIFFERENCE_CLIP,
     Draw,
     DroProgram,
     ScheduledDroMethod,
     add_to,
     descend,
     movement,
+    noiseless_control,
     subtract,
 )
 from dpminimax.algorithms.kl_dro import dual_weights
@@ -61,16 +71,24 @@ class DualSpiderMethod(ScheduledDroMethod):
     #: Whether x steps at the new eta (Alg. 2, PrivateDiff) or at the old one (DP-SGDA).
     sequential: ClassVar[bool] = True
     release_bounds: ClassVar[dict[str, tuple[str, float]]] = {
-        "dual_anchor": ("clip_dual", 1.0), "dual_difference": ("clip_dual", 2.0),
+        "dual_anchor": ("weight_cap", 1.0), "dual_difference": ("weight_cap", 1.0),
         "x_anchor": ("clip", 1.0), "x_difference": ("clip", 2.0)}
     parameters: ClassVar[dict[str, Any]] = {
-        **COMMON_PARAMETERS, "lr": 0.1, "lr_dual": 0.1, "clip": 1.0, "clip_dual": 1.0,
-        "difference_clip": 5.0, "anchor_batch_size": 128, "period": 1, "lam": 1.0,
+        **COMMON_PARAMETERS, "lr": 0.1, "lr_dual": 0.1, "clip": 1.0, "weight_cap": 5.0,
+        "difference_clip": DIFFERENCE_CLIP, "anchor_batch_size": 128, "period": 1, "lam": 1.0,
         "lam0": 1e-3, "rho": 0.5}
     checks: ClassVar[dict[str, Check]] = {
         **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_dual": NON_NEGATIVE, "clip": CLIP,
-        "clip_dual": CLIP, "difference_clip": POSITIVE, "anchor_batch_size": COUNT,
+        "weight_cap": CLIP, "difference_clip": POSITIVE, "anchor_batch_size": COUNT,
         "period": COUNT, "lam": POSITIVE, "lam0": POSITIVE, "rho": NON_NEGATIVE}
+
+    def release_bound(self, name, params) -> float:
+        """x: W C (a difference 2 W C); the dual 1 - w_i in [1 - W, 1]: max(1, W - 1) (a
+        difference of two weights in (0, W]: W)."""
+        cap = float(params["weight_cap"])
+        if name.startswith("x_"):
+            return super().release_bound(name, params) * cap
+        return max(1.0, cap - 1.0) if name == "dual_anchor" else cap
 
     def period(self, params) -> int:
         return params["period"] if (self.dual_spider or self.primal_spider) else 1
@@ -105,8 +123,9 @@ class DualSpiderProgram(DroProgram):
         super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
                          lam0=float(first["lam0"]), rho=float(first["rho"]))
         self.method, self.schedule = method, method.schedule(first)
-        self.lr, self.lr_dual, self.lam, self.c_diff = (
-            per_run(resolved, key, device) for key in ("lr", "lr_dual", "lam", "difference_clip"))
+        self.lr, self.lr_dual, self.lam, self.c_diff, self.clip, self.cap = (
+            per_run(resolved, key, device) for key in ("lr", "lr_dual", "lam", "difference_clip",
+                                                       "clip", "weight_cap"))
         # eta_0: the loss of a uniform prediction (public; spec §10.2 suggests the mean
         # initial loss, which would read the data)
         classes = max(2, self.model.num_classes)
@@ -122,29 +141,33 @@ class DualSpiderProgram(DroProgram):
 
     def _dual(self, batch, kind: str) -> torch.Tensor:
         """Alg. 2 l. 4 / 6: grad_eta L_i = 1 - w_i, or its difference at (x_{t-1}, eta_{t-1})."""
-        now = dual_weights(self.losses(self.params, batch), self.eta, self.lam)
+        now = dual_weights(self.losses(self.params, batch), self.eta, self.lam, self.cap)
         if kind == ANCHOR:
             return self.release("dual_anchor", 1.0 - now, batch)
-        before = dual_weights(self.losses(self.previous, batch), self.eta_before, self.lam)
+        before = dual_weights(self.losses(self.previous, batch), self.eta_before, self.lam,
+                              self.cap)
         shift = movement(self.params, self.previous, self.eta - self.eta_before)
         return self.g + self.release("dual_difference", before - now, batch,
                                      self.difference_shrink("dual_difference", shift,
                                                             self.c_diff))
 
     def _primal(self, batch, kind: str, eta: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Alg. 2 l. 10 / 12: grad_x L_i = w_i grad l_i at (x_t, eta), or its difference with
-        (x_{t-1}, eta of the last x estimate), same examples."""
-        _, now = self.weighted_gradients(self.params, batch,
-                                         lambda losses: dual_weights(losses, eta, self.lam))
+        """Alg. 2 l. 10 / 12: grad_x L_i = w_i clip(grad l_i, C) at (x_t, eta), or its
+        difference with (x_{t-1}, eta of the last x estimate), same examples."""
+        now = self._x_terms(self.params, batch, eta)
         if kind == ANCHOR:
             return self.release("x_anchor", now, batch)
-        _, before = self.weighted_gradients(
-            self.previous, batch, lambda losses: dual_weights(losses, self.x_eta_before,
-                                                              self.lam))
+        before = self._x_terms(self.previous, batch, self.x_eta_before)
         shift = movement(self.params, self.previous, eta - self.x_eta_before)
         return add_to(self.v, self.release("x_difference", subtract(now, before), batch,
                                            self.difference_shrink("x_difference", shift,
                                                                   self.c_diff)))
+
+    def _x_terms(self, params, batch, eta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-example min(w_i, W) clip(grad l_i, C) at ``params`` and ``eta``."""
+        return self.clipped_weighted_gradients(
+            params, batch, lambda losses: dual_weights(losses, eta, self.lam, self.cap),
+            self.clip)
 
     def step(self) -> None:
         draws = self.schedule(self.t)
@@ -196,4 +219,7 @@ NonPrivateDoubleSpider = nonprivate_twin(
     DpDoubleSpider, "NonPrivateDoubleSpider", name="double_spider",
     label="Double-SPIDER (non-private)",
     doc="Alg. 2 without clipping or noise (epsilon = inf).",
-    fixed={"clip": math.inf, "clip_dual": math.inf})
+    fixed={"clip": math.inf, "weight_cap": math.inf})
+DpDoubleSpiderControl = noiseless_control(DpDoubleSpider, "DpDoubleSpiderControl")
+DpSgdaDroControl = noiseless_control(DpSgdaDro, "DpSgdaDroControl")
+PrivateDiffDroControl = noiseless_control(PrivateDiffDro, "PrivateDiffDroControl")

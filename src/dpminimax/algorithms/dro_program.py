@@ -12,6 +12,7 @@ factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.kl_dro import example_losses, loss_residuals
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
@@ -31,11 +32,11 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.kernels.clip import clip_and_accumulate
+from dpminimax.kernels.clip import clip_and_accumulate, clip_factors, per_sample_norms
 from dpminimax.kernels.gather import as_tensor, batch_values
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
-from dpminimax.metrics.imbalanced import CurveRecorder
+from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
 from dpminimax.models.network import batched_model
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import (
@@ -50,6 +51,8 @@ from dpminimax.privacy.release import (
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import DRO_CLASSIFICATION
 
+LOG = logging.getLogger(__name__)
+
 #: Parameters every paper-004 method has (the training budget, the model and the curves).
 COMMON_PARAMETERS: dict[str, Any] = {
     "batch_size": 128, "epochs": 2.0, "accountant": "rdp", "model": "small_cnn",
@@ -57,6 +60,10 @@ COMMON_PARAMETERS: dict[str, Any] = {
 COMMON_CHECKS: dict[str, Check] = {
     "batch_size": COUNT, "epochs": POSITIVE, "accountant": ACCOUNTANT, "model": MODEL,
     "eval_every": COUNT, "curve_rows": COUNT}
+#: c of the SPIDER difference clips min(c ||w_t - w_{t-1}||, 2C): the 90-99th percentile of the
+#: per-example difference / iterate movement ratio measured on MNIST-ST at epsilon 1 (DP
+#: Double-SPIDER 0.72 / 1.27, DP Recursive-SPIDER 0.94 / 3.7; papers/dpdro/README.md).
+DIFFERENCE_CLIP = 1.0
 #: Parameters one batched program shares (sampling rates, step counts, shapes).
 SHARED_PARAMETERS = ("batch_size", "anchor_batch_size", "epochs", "period", "accountant",
                      "model", "eval_every", "curve_rows")
@@ -129,6 +136,11 @@ class ScheduledDroMethod(Method):
     #: SPIDER difference by 2C (before its per-step shrink).
     release_bounds: ClassVar[dict[str, tuple[str, float]]]
 
+    def release_bound(self, name: str, params: Mapping[str, Any]) -> float:
+        """The per-example L2 bound of release ``name`` (its multiple of its clip parameter)."""
+        clip, multiple = self.release_bounds[name]
+        return multiple * float(params[clip])
+
     @abstractmethod
     def period(self, params: Mapping[str, Any]) -> int:
         """Steps per repetition of the schedule (its SPIDER period, or 1)."""
@@ -143,8 +155,8 @@ class ScheduledDroMethod(Method):
         multiplier ``sigma``."""
         period = self.period(params)
         steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
-        releases = {name: Release(name, "gaussian", sigma, multiple * float(params[clip]))
-                    for name, (clip, multiple) in self.release_bounds.items()}
+        releases = {name: Release(name, "gaussian", sigma, self.release_bound(name, params))
+                    for name in self.release_bounds}
         rates = {"step": min(1.0, params["batch_size"] / n),
                  "anchor": min(1.0, params["anchor_batch_size"] / n)}
         return (schedule_tree(self.schedule(params), period, periods, releases, rates),
@@ -160,10 +172,83 @@ class ScheduledDroMethod(Method):
             shape, lambda s: self.layout(params, n, s)[0], run.epsilon, run.delta,
             params["accountant"]), 0.0)
         tree, *_ = self.layout(params, n, sigma)
+        if data is not None and any(r.name.endswith("_difference") for r in releases_of(tree)):
+            check_feedback(params, sigma, parameter_count(data, params["model"]))
         return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
                                       "sampling_rate": rates["step"],
                                       "anchor_sampling_rate": rates["anchor"]},
                                run.delta, params["accountant"])
+
+
+def check_feedback(params: Mapping[str, Any], sigma: float, d: int) -> None:
+    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
+    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
+    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
+    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
+    factor = (params["difference_clip"] * params["lr"] * sigma * math.sqrt(d)
+              / params["batch_size"])
+    if factor >= 1:
+        raise ValueError(
+            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {params['difference_clip']:g}"
+            f" * {params['lr']:g} * {sigma:.4g} * sqrt({d}) / {params['batch_size']} = "
+            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
+            f"or lr")
+
+
+def network_for(data: PreparedDataset, architecture: str):
+    """The batched model paper 004's methods train on ``data`` (a binary sigmoid for two-class
+    tabular data, softmax logits otherwise)."""
+    classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
+    return batched_model(data, architecture, num_classes=1 if data.kind == "tabular"
+                         and classes == 2 else classes)
+
+
+def parameter_count(data: PreparedDataset, architecture: str) -> int:
+    """d, the number of trained parameters of the model on ``data``."""
+    state = network_for(data, architecture).init_state(1, torch.device("cpu"), [0])
+    return sum(v[0].numel() for v in state.values())
+
+
+def control_verdicts(fit, data: PreparedDataset, device: torch.device) -> list[dict[str, Any]]:
+    """Per run of a fit: its final Phi, Phi at its initialisation and the class prior's Phi
+    (on the curves' training rows), and whether it ended below both."""
+    first = fit.resolved_params[0]
+    initial, prior = reference_objectives(fit.model, data, device,
+                                          [run.seed for run in fit.runs],
+                                          rows=int(first["curve_rows"]),
+                                          lam0=float(first["lam0"]), rho=float(first["rho"]))
+    return [{"phi_final": row["dro_objective"], "phi_init": float(start), "phi_prior": prior,
+             "below": bool(row["dro_objective"] < min(float(start), prior))}
+            for row, start in zip(fit.counters, initial, strict=True)]
+
+
+def noiseless_control(private: type[ScheduledDroMethod], class_name: str
+                      ) -> type[ScheduledDroMethod]:
+    """The noiseless clipped control of ``private``: the same program, clipping, weight cap
+    and schedule with sigma = 0 (epsilon = inf). A configuration whose control does not end
+    below Phi at initialisation and below the class prior's Phi fails before noise matters:
+    its fit logs a warning saying so."""
+    twin = private.twin
+    control = nonprivate_twin(
+        private, class_name, name=f"{private.name}_control",
+        label=f"{private.label} (noiseless control)",
+        doc=f"{private.label} with its clipping and schedule and no noise (sigma = 0).",
+        fixed={})
+    private.twin = twin  # the control does not replace the unclipped non-private twin
+
+    def fit(self, data, runs, device, monitor=None):
+        result = super(control, self).fit(data, runs, device, monitor)
+        for run, verdict in zip(runs, control_verdicts(result, data, device), strict=True):
+            if not verdict["below"]:
+                LOG.warning(
+                    "%s on %s (seed %d): the noiseless control ends at Phi %.4g, not below "
+                    "Phi(init) %.4g and the class prior's %.4g: the configuration fails "
+                    "before noise matters", self.name, data.name, run.seed,
+                    verdict["phi_final"], verdict["phi_init"], verdict["phi_prior"])
+        return result
+
+    control.fit = fit
+    return control
 
 
 @dataclass
@@ -183,10 +268,7 @@ class DroProgram:
     def __init__(self, data: PreparedDataset, runs: Sequence, resolved: Sequence[dict],
                  shared: dict[str, Any], plans: Sequence, device: torch.device, *,
                  rates: Mapping[str, float], steps: int, lam0: float, rho: float) -> None:
-        classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
-        self.model = batched_model(data, shared["model"],
-                                   num_classes=1 if data.kind == "tabular" and classes == 2
-                                   else classes)
+        self.model = network_for(data, shared["model"])
         self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.n = len(self.y)
@@ -235,6 +317,17 @@ class DroProgram:
 
         _, grads = self.model.per_example_grads(params, batch.x, residual)
         return seen["losses"], grads
+
+    def clipped_weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
+                                   weight: Callable[[torch.Tensor], torch.Tensor],
+                                   clip: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-example ``weight(l)_i clip(grad l_i, C)`` (R, B, ...): the loss gradient clipped
+        to the per-run ``clip`` (R,) BEFORE the weight, so a weight bounded by W bounds each
+        example's contribution by W C (papers/dpdro/README.md, "Deviation: clipping")."""
+        losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
+        factor = clip_factors(per_sample_norms(grads), clip) * weight(losses)
+        return {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
+                for k, g in grads.items()}
 
     def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
                 batch: Minibatch, shrink: torch.Tensor | None = None):

@@ -5,7 +5,10 @@ at once (losses (R, B), per-run scalars (R,)):
 
 * Eq. (3) with KL, psi*(s) = e^s - 1 (Alg. 2): L(x, eta; xi) = lam (e^{(l - eta)/lam} - 1) + eta,
   so grad_x L_i = w_i grad l_i and grad_eta L_i = 1 - w_i with w_i = e^{(l_i - eta)/lam}
-  (:func:`dual_weights`; no G rescaling, spec §10.24).
+  (:func:`dual_weights`; no G rescaling). With a weight cap W the weights are min(w_i, W): the
+  exact gradients of Eq. (3) with psi*_W(s) = e^s - 1 up to s = log W and linear (slope W)
+  beyond, the conjugate of the KL divergence restricted to density ratios p_i n <= W (the
+  private methods' bounded weighting; papers/dpdro/README.md, "Deviation: clipping").
 * Eq. (5), the KL-constrained problem min_{x, lam >= lam0} Psi(x, lam) = lam log(mean e^{l/lam})
   + lam rho (Alg. 3, SCDRO), through g(w; xi) = e^{l/lam}: grad_x g_i = (g_i / lam) grad l_i and
   grad_lam g_i = -(l_i / lam^2) g_i. :func:`compositional_terms` gives g in units of e^m for a
@@ -43,10 +46,12 @@ def loss_residuals(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.softmax(logits, dim=-1) - F.one_hot(y.long(), logits.shape[-1]).to(logits.dtype)
 
 
-def dual_weights(losses: torch.Tensor, eta: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
-    """w_i = e^{(l_i - eta) / lam} (R, B): Eq. (3)'s per-example x-gradient weight; the
-    eta-gradient is 1 - w_i."""
-    return torch.exp(torch.clamp((losses - eta.unsqueeze(-1)) / lam.unsqueeze(-1), max=EXP_CAP))
+def dual_weights(losses: torch.Tensor, eta: torch.Tensor, lam: torch.Tensor,
+                 cap: torch.Tensor | None = None) -> torch.Tensor:
+    """w_i = min(e^{(l_i - eta) / lam}, W) (R, B): Eq. (3)'s per-example x-gradient weight
+    capped at the per-run W = ``cap`` (R,) (none: uncapped); the eta-gradient is 1 - w_i."""
+    w = torch.exp(torch.clamp((losses - eta.unsqueeze(-1)) / lam.unsqueeze(-1), max=EXP_CAP))
+    return w if cap is None else torch.minimum(w, cap.unsqueeze(-1))
 
 
 def compositional_terms(losses: torch.Tensor, lam: torch.Tensor, shift: torch.Tensor

@@ -35,6 +35,7 @@ from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
+    DIFFERENCE_CLIP,
     SHARED_PARAMETERS,
     Draw,
     DroProgram,
@@ -42,6 +43,7 @@ from dpminimax.algorithms.dro_program import (
     add_to,
     descend,
     movement,
+    noiseless_control,
     subtract,
 )
 from dpminimax.algorithms.kl_dro import compositional_terms
@@ -70,8 +72,9 @@ class DpRecursiveSpider(ScheduledDroMethod):
         "v_anchor": ("clip", 1.0), "u_anchor": ("clip_lam", 1.0),
         "v_difference": ("clip", 2.0), "u_difference": ("clip_lam", 2.0), "s": ("clip_s", 1.0)}
     parameters: ClassVar[dict[str, Any]] = {
-        **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 1e-3, "lam_init": 5.0, "lam0": 1e-3,
-        "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0, "difference_clip": 5.0,
+        **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 0.01, "lam_init": 5.0, "lam0": 1e-3,
+        "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0,
+        "difference_clip": DIFFERENCE_CLIP,
         "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
     checks: ClassVar[dict[str, Check]] = {
         **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_lam": NON_NEGATIVE, "lam_init": POSITIVE,
@@ -211,3 +214,4 @@ NonPrivateRecursiveSpider = nonprivate_twin(
     label="Recursive-SPIDER (non-private)",
     doc="Alg. 3 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf})
+DpRecursiveSpiderControl = noiseless_control(DpRecursiveSpider, "DpRecursiveSpiderControl")

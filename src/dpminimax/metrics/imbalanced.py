@@ -88,6 +88,25 @@ def dro_gradient_norm(model, params: Mapping[str, torch.Tensor], x: torch.Tensor
     return squared.sqrt(), lam, objective
 
 
+def prior_objective(y: torch.Tensor, lam0: float, rho: float) -> float:
+    """Phi of the constant predictor that outputs the class frequencies of the labels ``y``
+    (m,): each example's loss is -log(its class's frequency)."""
+    counts = torch.bincount(y.long())
+    losses = -torch.log(counts.double() / len(y))[y.long()].unsqueeze(0)
+    return float(psi(losses, best_lambda(losses, lam0, rho), rho)[0])
+
+
+def reference_objectives(model, data, device: torch.device, seeds, *, rows: int, lam0: float,
+                         rho: float) -> tuple[torch.Tensor, float]:
+    """``(Phi at each seed's initialisation (R,), Phi of the class prior)`` on the first
+    ``rows`` training rows (the curves' rows): what a trained run must end below."""
+    x = _head(split_inputs(data, "train", device), rows)
+    y = torch.as_tensor(np.asarray(data.y_train)[:rows], device=device)
+    state = model.init_state(len(seeds), device, list(seeds))
+    _, _, initial = dro_gradient_norm(model, state, x, y, lam0, rho)
+    return initial, prior_objective(y, lam0, rho)
+
+
 class CurveRecorder:
     """Every ``every`` steps (and at the last), each run's test accuracy / AUC / F1 on the first
     ``rows`` test rows, its loss and DRO gradient norm on the first ``rows`` training rows, and

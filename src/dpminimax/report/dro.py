@@ -52,7 +52,7 @@ class CurveFigure:
 
 
 CURVE_FIGURES = {
-    "dro_gradient_norm_curves": CurveFigure(1, "dro_gradient_norm", "Gradient norm ‖∇Ψ‖",
+    "dro_gradient_norm_curves": CurveFigure(1, "dro_gradient_norm", "Gradient norm ‖∇ₓΦ‖",
                                             "gradient norm during training", log_y=True),
     "dro_auc_curves": CurveFigure(2, "test_auc", "Test ROC AUC", "test AUC during training"),
     "dro_f1_curves": CurveFigure(3, "test_f1", "Test F1", "test F1 during training"),
