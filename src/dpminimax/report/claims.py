@@ -159,13 +159,16 @@ def seeds_to_decide(estimate_: Estimate, value: float, comparison: str,
     point, low, high = estimate_.value, estimate_.low, estimate_.high
     if math.isnan(low) or math.isnan(high) or estimate_.runs_per_group < 1:
         return math.nan
-    lo, hi, _ = accepted_set(value, comparison, tolerance)
+    lo, hi = accepted_band(value, tolerance)
+    edges = {"approx": (lo, hi), "at_least": (lo,), "above": (lo,), "at_most": (hi,),
+             "below": (hi,)}[comparison]
     factor = 0.0
-    for edge in (lo, hi):
-        if math.isfinite(edge) and low <= edge <= high:
+    for edge in edges:
+        slack = ROUND_OFF * max(abs(edge), 1.0)
+        if low - slack <= edge <= high + slack:
             distance = abs(edge - point)
             half = (high - point) if edge >= point else (point - low)
-            factor = max(factor, math.inf if distance == 0 else half / distance)
+            factor = max(factor, math.inf if distance <= slack else half / distance)
     if not math.isfinite(factor):
         return math.inf
     return float(max(estimate_.runs_per_group + 1,
