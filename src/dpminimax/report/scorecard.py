@@ -84,7 +84,7 @@ def with_block(text: str, block: str) -> str:
         return head + block + rest.split(END, 1)[1]
     lines = text.splitlines(keepends=True)
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
-    return "".join(lines[:at]) + "\n" + block + "\n\n" + "".join(lines[at:])
+    return "".join(lines[:at]) + "\n" + block + "\n" + "".join(lines[at:])
 
 
 def sync_readmes(root: str | os.PathLike, *, check: bool = False) -> list[Path]:
