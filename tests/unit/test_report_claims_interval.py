@@ -233,9 +233,17 @@ def test_consistency_and_diagnostic_claims(rate_runs):
         _claim("leak", kind="consistency", value=1.0, comparison="at_least", tolerance=ZERO,
                interval="exact", measure={"metric": "auc", "how": "leak.csv"}),
         _claim("diag", kind="diagnostic", value=-0.5, measure=SLOPE),
+        # an audit's AUC 0.53 [0.50, 0.56] against a ceiling of 0.525: not above it beyond
+        # its interval; 0.60 [0.58, 0.62] is
+        _claim("audit", kind="consistency", value=0.525, comparison="at_most", tolerance=ZERO,
+               measure={"metric": "auc", "how": "attack"}),
+        _claim("broken", kind="consistency", value=0.525, comparison="at_most",
+               tolerance=ZERO, measure={"metric": "auc", "how": "attack"}),
     ]
-    table = claims_table(claims, spent, measured={"leak": 1.0}).set_index("id")
-    assert list(table["verdict"]) == [HOLDS, FAILS, HOLDS, MEASURED]
+    table = claims_table(claims, spent, measured={
+        "leak": 1.0, "audit": {"value": 0.53, "low": 0.50, "high": 0.56},
+        "broken": {"value": 0.60, "low": 0.58, "high": 0.62}}).set_index("id")
+    assert list(table["verdict"]) == [HOLDS, FAILS, HOLDS, MEASURED, HOLDS, FAILS]
     assert table.loc["diag", "measured_ci_low"] < -0.5 < table.loc["diag", "measured_ci_high"]
     assert table.loc["spent", "trivial_note"] == ""  # no trivial for a consistency claim
 

@@ -50,8 +50,9 @@ straddling if its width shrinks like 1 / sqrt(runs). Round-off of a relative 1e-
 the edge: inside for the inclusive comparisons, outside for the strict ones.
 
 Claim kinds: ``reproduction`` (default; counted), ``consistency`` (true by construction:
-``holds`` when its interval, or its value where it has none, is inside the band, else
-``fails``), ``diagnostic`` (``measured``, no verdict). A reproduction claim that is reproduced
+``fails`` only when its interval, or its value where it has none, is disjoint from the band, as
+an audit is above its DP ceiling only beyond its interval; else ``holds``), ``diagnostic``
+(``measured``, no verdict). A reproduction claim that is reproduced
 or inconclusive is ``uninformative`` when the trivial baseline (the same measure on the runs'
 ``trivial_<metric>`` column, or ``trivial: {metric: <column>}``; none with ``trivial: none``
 and ``trivial_reason``) is not ``not reproduced`` itself. Measured values from outside the
@@ -336,10 +337,10 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
     verdict = interval_verdict(found.low, found.high, value, comparison, tolerance)
     if kind == "diagnostic":
         return {**row, "verdict": MEASURED}
-    if kind == "consistency":  # deterministic by design: on the value where no interval
+    if kind == "consistency":  # fails only beyond its interval (on the value where none)
         if math.isnan(found.low):
             verdict = interval_verdict(found.value, found.value, value, comparison, tolerance)
-        return {**row, "verdict": HOLDS if verdict == REPRODUCED else FAILS}
+        return {**row, "verdict": FAILS if verdict == NOT_REPRODUCED else HOLDS}
     if verdict == INCONCLUSIVE:
         row["seeds_to_decide"] = seeds_to_decide(found, value, comparison, tolerance)
     trivial, note = _trivial(claim, runs, source, interval)
