@@ -6,7 +6,8 @@ interval of the declared kind:
 * ``bootstrap`` (default): the matching runs are resampled with replacement within every ``by``
   group (and the reference runs of ``relative_to`` within theirs), and the whole measure (the
   group means, the ratio, the aggregation or the log-log slope) is recomputed on each of
-  :data:`DRAWS` draws; the interval is the 2.5 and 97.5 percentiles. The generator is seeded
+  :data:`DRAWS` draws; the interval is the 2.5 and 97.5 percentiles, widened to hold the value
+  itself (a max over groups' means resamples above it). The generator is seeded
   from the claim id, so a table is the same on every call, and the trivial baseline's column is
   resampled with the same draws. Vectorised: one ``(draws, runs)`` index matrix per group.
 * ``t``: Student-t over the runs, ``mean +- t_{0.975, n-1} s / sqrt(n)`` (``agg: mean`` with
@@ -127,7 +128,7 @@ def estimate(measure: Mapping[str, Any], runs: pd.DataFrame, *, interval: str = 
         boot = _aggregate(measure, [_resample(v, rng, draws) for v in groups.values()],
                           None if reference is None else
                           [_resample(v, rng, draws) for v in reference.values()])
-        out.low, out.high = _percentiles(boot)
+        out.low, out.high = _percentiles(boot, out.value)
     return out
 
 
@@ -199,8 +200,8 @@ def _slope(measure: Mapping[str, Any], groups: dict[Any, np.ndarray], n_runs: in
         boot_means = np.stack([_resample(v, rng, draws).mean(axis=1) for v in values], axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             boot, boot_two = _fit(lx, np.log(np.where(boot_means > 0, boot_means, np.nan)))
-        out.low, out.high = _percentiles(boot)
-        out.rate.last_two_low, out.rate.last_two_high = _percentiles(boot_two)
+        out.low, out.high = _percentiles(boot, out.value)
+        out.rate.last_two_low, out.rate.last_two_high = _percentiles(boot_two, out.rate.last_two)
     if len(inside) >= 3 and not math.isnan(out.low) and not math.isnan(out.rate.last_two_low):
         disjoint = (out.rate.last_two_high < out.low) or (out.rate.last_two_low > out.high)
         out.rate.power_law = 0.0 if disjoint else 1.0
@@ -220,10 +221,12 @@ def _fit(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return slope, last_two
 
 
-def _percentiles(boot: np.ndarray) -> tuple[float, float]:
-    """The 2.5 and 97.5 percentiles of the finite draws (NaN if fewer than half are finite)."""
+def _percentiles(boot: np.ndarray, value: float) -> tuple[float, float]:
+    """The 2.5 and 97.5 percentiles of the finite draws, widened to hold ``value`` (the
+    bootstrap of a max or min over groups is biased away from it); NaN if fewer than half of
+    the draws are finite."""
     finite = boot[np.isfinite(boot)]
     if len(finite) < len(boot) / 2:
         return math.nan, math.nan
     low, high = np.percentile(finite, [2.5, 97.5])
-    return float(low), float(high)
+    return float(min(low, value)), float(max(high, value))
