@@ -347,6 +347,14 @@ def test_the_power_law_rule():
     two = claims_table([_claim("two", value=-0.5, measure=SLOPE)],
                        _runs(rng, groups=(1024, 4096))).iloc[0]
     assert two["power_law"] == ""  # two points: nothing to test
+    # a near-deterministic cost n^1 with a bend of 0.01 at the end (BYOA's NSEG, 0.998 /
+    # 1.000): disjoint intervals, but a gap below MIN_BEND
+    cost = pd.DataFrame([{"dataset": "p", "method": "m", "p_n": n,
+                          "err": n * (1.01 if n == 65536 else 1.0) * (1 + 1e-4 * s)}
+                         for n in (1024, 4096, 16384, 65536) for s in range(4)])
+    flat = claims_table([_claim("cost", value=1.0, measure=SLOPE)], cost).iloc[0]
+    assert flat["slope_last_two_ci_low"] > flat["measured_ci_high"]
+    assert (flat["power_law"], flat["note"]) == ("yes", "")
 
 
 def test_the_interval_holds_the_value_of_a_max_over_groups():
