@@ -13,6 +13,7 @@
     dpminimax rerun results/.../run_config.json [--out DIR]
     dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira|dpdro
                     [--json] [--repeats N]
+    dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
 """
 
 from __future__ import annotations
@@ -430,7 +431,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tuning: datasets (default: the paper's benchmark)")
     bench.add_argument("--epsilons", nargs="+", default=None, help="tuning: epsilons")
     bench.set_defaults(handler=_bench)
+
+    card = commands.add_parser(
+        "scorecard", help="regenerate the README scorecard blocks from the reference claims "
+                          "tables (papers/<id>/reference/claims_default.csv)")
+    card.add_argument("--root", type=Path, default=Path("."), help="the repository root")
+    card.add_argument("--check", action="store_true",
+                      help="change nothing; exit 1 when a README's block is stale")
+    card.set_defaults(handler=_scorecard)
     return parser
+
+
+def _scorecard(args: argparse.Namespace) -> None:
+    from dpminimax.report.scorecard import sync_readmes
+
+    stale = [str(path) for path in sync_readmes(args.root, check=args.check)]
+    _print({"stale" if args.check else "updated": stale})
+    if args.check and stale:
+        raise SystemExit(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

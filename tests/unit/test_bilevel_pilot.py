@@ -17,7 +17,7 @@ from dpminimax.algorithms.dp_bilevel import C_LAM, C_T, DpBilevel
 from dpminimax.api.reporting import make_claims_table, make_figure
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.problems import get_bilevel_problem
-from dpminimax.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, claims_table
+from dpminimax.report.claims import FAILS, HOLDS, NOT_RUN, claims_table
 from dpminimax.report.pilot import measured_freezes, multiplier_gap, pilot_choice, pilot_table
 from dpminimax.report.reference import load_claims
 from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
@@ -113,7 +113,7 @@ def test_the_multiplier_gap_is_zero_only_at_the_pilots_choice():
 
 
 @pytest.mark.parametrize(("evaluated", "verdict"), [
-    ((0.5, 0.1), REPRODUCED), ((2.0, 0.1), NOT_REPRODUCED), ((0.5, 0.4), NOT_REPRODUCED)])
+    ((0.5, 0.1), HOLDS), ((2.0, 0.1), FAILS), ((0.5, 0.4), FAILS)])
 def test_the_freeze_claim_says_whether_the_evaluation_ran_the_pilots_choice(evaluated,
                                                                                verdict):
     (claim,) = [c for c in load_claims(PAPER / "claims.yaml") if c["id"] == FREEZE]
@@ -121,7 +121,7 @@ def test_the_freeze_claim_says_whether_the_evaluation_ran_the_pilots_choice(eval
     (row,) = claims_table([claim], runs, measured=measured_freezes(runs, [claim])).to_dict(
         orient="records")
     assert row["verdict"] == verdict
-    assert row["measured_value"] == pytest.approx(0.0 if verdict == REPRODUCED
+    assert row["measured_value"] == pytest.approx(0.0 if verdict == HOLDS
                                                   else math.log10(4))
 
 
@@ -132,8 +132,7 @@ def test_the_workflows_claims_table_measures_the_freeze(tmp_path):
     table = make_claims_table(PAPER / "claims.yaml", tmp_path / "runs.parquet",
                               tmp_path / "claims.csv", tmp_path / "claims.md")
     (row,) = table.loc[table["id"] == FREEZE].to_dict(orient="records")
-    assert (row["verdict"], row["measured_value"], row["source"]) == (REPRODUCED, 0.0,
-                                                                     "measured")
+    assert (row["verdict"], row["measured_value"], row["source"]) == (HOLDS, 0.0, "measured")
 
 
 def test_the_freeze_claim_is_not_run_without_the_evaluation_runs():

@@ -165,13 +165,14 @@ def test_the_slopes_table_recovers_a_known_power_law(slope):
 def test_the_claims_loglog_slope_is_the_slope_of_the_group_means():
     table = _power_law(-2.0)
     value, runs, reason = measure_from_runs(
-        {"metric": "err", "filter": {"method": "m"}, "by": ["p_n"], "agg": "loglog_slope"},
-        table)
+        {"metric": "err", "filter": {"method": "m"}, "by": ["p_n"], "agg": "loglog_slope",
+         "window": {"min": 0, "max": math.inf}}, table)
     assert reason == "" and runs == len(table)
     means = table.groupby("p_n")["err"].mean()
     assert value == pytest.approx(np.polyfit(np.log(means.index), np.log(means), 1)[0])
     with pytest.raises(ValueError, match="exactly one 'by' column"):
-        measure_from_runs({"metric": "err", "agg": "loglog_slope"}, table)
+        measure_from_runs({"metric": "err", "agg": "loglog_slope",
+                           "window": {"min": 0, "max": math.inf}}, table)
 
 
 def test_the_rate_figure_is_drawn_with_its_bound(tmp_path):

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from dpminimax.report.claims import (
+    INCONCLUSIVE,
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
@@ -21,6 +22,7 @@ from dpminimax.report.claims import (
 )
 from dpminimax.report.gain import performance_gains, summarize_gains
 from dpminimax.report.reference import ReferenceFileError, load_claims, load_reported
+from dpminimax.report.scorecard import render_scorecard, scorecard
 
 ROOT = Path(__file__).resolve().parents[2]
 ABS = {"kind": "absolute", "value": 0.03}
@@ -159,6 +161,7 @@ def test_measure_relative_to_reference_runs(runs, by, agg, value):
 def test_measure_relative_to_refuses_a_slope_and_reports_missing_reference(runs):
     with pytest.raises(ValueError, match="relative_to"):
         measure_from_runs(_measure(by=["p_gamma"], agg="loglog_slope",
+                                   window={"min": 0, "max": 1},
                                    relative_to={"experiment": "e2"}), runs)
     got, _, reason = measure_from_runs(_measure(filter={"experiment": "e1"}, agg="mean",
                                                 relative_to={"experiment": "e3"}), runs)
@@ -195,12 +198,13 @@ BEST = {"metric": "test_accuracy", "how": "best gamma", "filter": {"method": "ra
 
 def test_claims_table_verdict_branches(runs):
     claims = [
-        _claim("best", measure=BEST),                                 # 0.85 in [0.84, 0.86]
-        _claim("best_far", value=0.80, measure=BEST),                 # 0.85 not in [0.79, 0.81]
+        _claim("best", measure=BEST),                                 # [0.84, 0.86] in the band
+        _claim("best_far", value=0.80, measure=BEST),                 # disjoint from [0.79, 0.81]
         _claim("celeba", dataset="celeba", measure={**BEST, "filter": {"dataset": "celeba"}}),
         _claim("prose_only"),
         _claim("timed", dataset=["celeba", "heart"], value=0.064, unit="ms",
-               tolerance={"kind": "log10", "value": 1.0}),
+               tolerance={"kind": "log10", "value": 1.0}, interval="exact"),
+        _claim("timed_bare", value=0.064, tolerance={"kind": "log10", "value": 1.0}),
         _claim("nan_timed", value=0.064, tolerance={"kind": "log10", "value": 1.0}),
         _claim("figure_only", value=None, unit=None, tolerance=None, comparison="qualitative"),
         _claim("figure_counted", value=None, unit=None, tolerance=None, comparison="qualitative"),
@@ -208,8 +212,8 @@ def test_claims_table_verdict_branches(runs):
         _claim("no_metric", measure={**BEST, "metric": "test_fnr"}),
         _claim("no_dataset", dataset=None, measure={**BEST, "agg": "min"}, value=0.72),
     ]
-    table = claims_table(claims, runs, measured={"timed": 0.02, "nan_timed": math.nan,
-                                                 "figure_counted": 3.0})
+    table = claims_table(claims, runs, measured={"timed": 0.02, "timed_bare": 0.02,
+                                                 "nan_timed": math.nan, "figure_counted": 3.0})
     assert tuple(table.columns) == TABLE_COLUMNS
     verdicts = dict(zip(table["id"], table["verdict"], strict=True))
     assert verdicts == {
@@ -218,19 +222,24 @@ def test_claims_table_verdict_branches(runs):
         "celeba": "not run: data unavailable",
         "prose_only": "not run: no measured value given (not computable from the runs table)",
         "timed": REPRODUCED,  # a measured value counts even when the data are not in the runs
+        "timed_bare": INCONCLUSIVE,  # a bare float without interval: exact has no interval
         "nan_timed": "not run: measured value is NaN (undefined on these runs; see the measure)",
         "figure_only": QUALITATIVE,
         "figure_counted": QUALITATIVE,
         "no_match": "not run: no matching runs",
         "no_metric": "not run: no column 'test_fnr' in the runs",
-        "no_dataset": REPRODUCED,
+        # e2/0.05's two seeds, 0.70 and 0.74: the interval [0.70, 0.74] straddles [0.71, 0.73]
+        "no_dataset": INCONCLUSIVE,
     }
     row = table.set_index("id")
     assert row.loc["best", "measured_value"] == pytest.approx(0.85)
+    assert row.loc["best", ["measured_ci_low", "measured_ci_high"]].tolist() == pytest.approx(
+        [0.84, 0.86])
     assert (row.loc["best", "source"], row.loc["best", "n_runs"]) == ("runs", 8)
     assert row.loc["best", "accepted"] == "[0.84, 0.86]"
     assert row.loc["best", "tolerance"] == "absolute 0.01"
     assert row.loc["best", "measure"] == "test_accuracy: best gamma"
+    assert row.loc["best", "trivial_note"] == "n/a: no column 'trivial_test_accuracy' in the runs"
     assert (row.loc["timed", "source"], row.loc["timed", "measured_value"]) == ("measured", 0.02)
     assert row.loc["timed", "dataset"] == "celeba, heart"
     assert row.loc["timed", "accepted"] == "[0.0064, 0.64]"
@@ -239,6 +248,9 @@ def test_claims_table_verdict_branches(runs):
     assert (row.loc["figure_counted", "source"], row.loc["figure_counted", "measured_value"]) == (
         "measured", 3.0)
     assert row.loc["no_dataset", "measured_value"] == pytest.approx(0.72)
+    # half-widths 0.02 over distances 0.01 to either edge: 4x the two runs per group
+    assert row.loc["no_dataset", "seeds_to_decide"] == 8
+    assert math.isnan(row.loc["best", "seeds_to_decide"])
 
 
 def test_claims_table_without_runs_and_with_bad_claims(runs):
@@ -270,7 +282,9 @@ def test_render_markdown_and_write(tmp_path):
     back = pd.read_csv(tmp_path / "t" / "claims.csv")
     assert list(back["verdict"]) == ["reproduced", "not run: x | y"]
     assert back["paper_value"].iloc[0] == pytest.approx(0.123456)
-    assert (tmp_path / "t" / "claims.md").read_text(encoding="utf-8") == render_markdown(table)
+    markdown = (tmp_path / "t" / "claims.md").read_text(encoding="utf-8")
+    assert markdown == render_scorecard(scorecard(table)) + "\n" + render_markdown(table)
+    assert markdown.startswith("Scorecard")
 
 
 # ---------------------------------------------------------------- the papers' claims files
@@ -297,7 +311,8 @@ def test_racodp_claims_measured_from_a_runs_table(runs):
     others = claims_table(claims, runs.loc[runs["experiment"] != "fig9_low_budget"])
     assert others.set_index("id").loc["adult_lowe_accuracy_eps1", "verdict"] == (
         "not run: no matching runs")
-    assert table.loc["adult_lowe_accuracy_eps1", "verdict"] == REPRODUCED  # 0.85 +- 0.015
+    # 0.85 +- 0.015; e1/0.1's two seeds 0.84 and 0.86 keep the max's interval in [0.835, 0.865]
+    assert table.loc["adult_lowe_accuracy_eps1", "verdict"] == REPRODUCED
     assert table.loc["adult_lowe_accuracy_eps01", "verdict"] == "not run: no matching runs"
     assert table.loc["celeba_racodp_accuracy_eps1", "verdict"] == "not run: data unavailable"
 
@@ -315,8 +330,9 @@ def test_dpfermi_gains_on_the_papers_own_numbers():
         measured |= {f"{prefix}_gain_mean": summary["mean_percent"],
                      f"{prefix}_gain_median": summary["median_percent"],
                      f"{prefix}_gain_min_positive": 100 * gains["gain"].min()}
+    exact = {k: {"value": v, "low": v, "high": v} for k, v in measured.items()}  # no seeds
     table = claims_table(load_claims(ROOT / "papers" / "dpfermi" / "claims.yaml"), None,
-                         measured=measured).set_index("id")
+                         measured=exact).set_index("id")
     assert table.loc["dp_gain_median", "measured_value"] == pytest.approx(66.532, abs=0.01)
     assert table.loc["eo_gain_mean", "measured_value"] == pytest.approx(230.16, abs=0.01)
     assert table.loc["dp_gain_min_positive", "measured_value"] == pytest.approx(12.06, abs=0.01)
@@ -330,18 +346,20 @@ def test_dpfermi_gains_on_the_papers_own_numbers():
 
 def test_a_slope_claim_reports_its_bootstrap_interval():
     """agg loglog_slope: the slope of the seed means, and a 95% interval (seeds resampled
-    within every x) around it; other measures have none."""
+    within every x) around it; every other measure has its interval too."""
     rng = np.random.default_rng(1)
     runs = pd.DataFrame([{"dataset": "p", "p_n": n, "seed": s,
                           "error": n ** -0.5 * rng.uniform(0.8, 1.2)}
                          for n in (100, 400, 1600, 6400) for s in range(8)])
     slope = _claim("slope", dataset="p", value=-0.5, comparison="approx",
                    tolerance={"kind": "absolute", "value": 0.1},
-                   measure={"metric": "error", "by": ["p_n"], "agg": "loglog_slope"})
+                   measure={"metric": "error", "by": ["p_n"], "agg": "loglog_slope",
+                            "window": {"min": 100, "max": 6400}})
     mean = _claim("mean", dataset="p", value=0.1, comparison="at_most",
                   tolerance={"kind": "absolute", "value": 0.0},
                   measure={"metric": "error", "agg": "mean"})
     row = claims_table([slope, mean], runs).set_index("id")
     low, high = row.loc["slope", ["measured_ci_low", "measured_ci_high"]]
     assert low < row.loc["slope", "measured_value"] < high and high - low < 0.2
-    assert np.isnan(row.loc["mean", ["measured_ci_low", "measured_ci_high"]].astype(float)).all()
+    mean_low, mean_high = row.loc["mean", ["measured_ci_low", "measured_ci_high"]]
+    assert mean_low < row.loc["mean", "measured_value"] < mean_high

@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -78,11 +79,13 @@ def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path
 
 def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
                       markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
-                      measured: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV and
-    Markdown). Values no runs column holds (DP-FERMI's performance gains, the bilevel schedule
-    pilot's freeze) are computed from the runs here; ``measured_paths`` are JSON files with a
-    ``claims`` dict (benchmarks) and ``measured`` adds any other values, by claim id."""
+                      measured: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV, and
+    Markdown with the paper's scorecard on top), each claim decided by its 95% interval and
+    beside its trivial baseline (:mod:`dpminimax.report.claims`). Values no runs column holds
+    (DP-FERMI's performance gains, the bilevel schedule pilot's freeze) are computed from the
+    runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
+    ``measured`` adds any other values, by claim id (a float, or ``{value, low, high}``)."""
     from dpminimax.report.claims import claims_table, write_claims_table
     from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
     from dpminimax.report.gain import gain_experiments, measured_gains

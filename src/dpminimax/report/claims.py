@@ -2,9 +2,11 @@
 
 Input: the claims of ``papers/<paper>/claims.yaml`` (:func:`.reference.load_claims`; RaCO-DP
 spec 000 §8, DP-FERMI spec 001 §8.2) and the long runs table (:mod:`.aggregate`). Output: one
-row per claim with the paper's value, ours, the comparison, the tolerance, the accepted range and
-a verdict: ``reproduced``, ``not reproduced``, ``qualitative`` (judged by a figure, not a
-number) or ``not run: <reason>``.
+row per claim with the paper's value, ours and its 95% interval, the comparison, the tolerance,
+the accepted range, the trivial baseline's value and a verdict: ``reproduced``, ``not
+reproduced``, ``inconclusive``, ``uninformative``, ``holds`` / ``fails`` (consistency),
+``measured`` (diagnostic), ``qualitative`` (judged by a figure, not a number) or ``not run:
+<reason>``.
 
 Where our number comes from, in this order:
 
@@ -19,11 +21,14 @@ Where our number comes from, in this order:
          by: [experiment, p_gamma]             # optional: mean over the runs (seeds) of each group
          agg: max                              # mean | median | max | min (over runs or groups)
                                                # | loglog_slope (see below)
+         window: {min: 1024, max: 65536}       # loglog_slope only, required: the fit's x range
 
    Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``). ``agg:
    loglog_slope`` with one ``by`` column x (a rate claim: "the error decays like n^-2") is the
-   least-squares slope of log(mean metric) against log(x) over the groups; its 95% bootstrap
-   interval (the runs resampled within every x) is reported beside it. ``relative_to:
+   least-squares slope of log(mean metric) against log(x) over the groups whose x is inside
+   ``window`` (declared before the run); its fit residual, the slope over the window's last
+   two x and whether the curve is a power law there are reported beside it
+   (:mod:`.claims_interval`). ``relative_to:
    {column: value}`` (not with ``loglog_slope``) makes a ratio claim ("method A's error is
    within a factor 3 of method B's"): the mean metric of each ``by`` group (of all the
    matching runs without ``by``) over the same of the runs the filter with these entries
@@ -32,12 +37,27 @@ Where our number comes from, in this order:
 A claim none of whose datasets appears in the runs is ``not run: data unavailable`` unless a
 measured value is given.
 
-Verdicts (``comparison`` and ``tolerance: {kind, value: t}`` of the claim; paper value ``v``):
-the tolerance gives an accepted band ``[lo, hi]``: ``v -+ t`` (absolute), ``v (1 -+ t)``
-(relative, for ``v > 0``), ``v 10^(-+t)`` (log10, ``v > 0``); then ``approx``: ``lo <= ours <=
-hi``, ``at_least``: ``ours >= lo``, ``at_most``: ``ours <= hi``, ``above``: ``ours > lo``,
-``below``: ``ours < hi``. Round-off of a relative 1e-9 counts as on the bound: inside for the
-inclusive comparisons, outside for the strict ones.
+Verdicts (issue 36), by the measured value's 95% interval ``[a, b]``
+(:mod:`.claims_interval`: ``interval: bootstrap | t | exact``) against the accepted band of
+``comparison`` and ``tolerance: {kind, value: t}`` (paper value ``v``): the band ``[lo, hi]`` is
+``v -+ t`` (absolute), ``v (1 -+ t)`` (relative, ``v > 0``), ``v 10^(-+t)`` (log10, ``v > 0``);
+``approx`` accepts ``[lo, hi]``, ``at_least`` ``[lo, inf)``, ``at_most`` ``(-inf, hi]``,
+``above`` ``(lo, inf)``, ``below`` ``(-inf, hi)``. ``reproduced``: the interval lies inside the
+accepted set (``at_most`` on its upper end, ``at_least`` on its lower end); ``not
+reproduced``: it is disjoint from it; ``inconclusive``: it straddles an edge (or there is no
+interval), with ``seeds_to_decide``, the runs per group at which the interval would stop
+straddling if its width shrinks like 1 / sqrt(runs). Round-off of a relative 1e-9 counts as on
+the edge: inside for the inclusive comparisons, outside for the strict ones.
+
+Claim kinds: ``reproduction`` (default; counted), ``consistency`` (true by construction:
+``fails`` only when its interval, or its value where it has none, is disjoint from the band, as
+an audit is above its DP ceiling only beyond its interval; else ``holds``), ``diagnostic``
+(``measured``, no verdict). A reproduction claim that is reproduced
+or inconclusive is ``uninformative`` when the trivial baseline (the same measure on the runs'
+``trivial_<metric>`` column, or ``trivial: {metric: <column>}``; none with ``trivial: none``
+and ``trivial_reason``) is not ``not reproduced`` itself. Measured values from outside the
+runs table are a float (exact with ``interval: exact``, else without an interval) or
+``{value, low, high}``.
 """
 
 from __future__ import annotations
@@ -51,23 +71,32 @@ import numpy as np
 import pandas as pd
 
 from dpminimax.atomic import atomic_path
-from dpminimax.report.aggregate import bootstrap_slope, loglog_slope, write_table
+from dpminimax.report.aggregate import write_table
+from dpminimax.report.claims_interval import INTERVALS, ROUND_OFF, Estimate, claim_seed, estimate
 from dpminimax.report.reference import ReferenceFileError
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+UNINFORMATIVE = "uninformative"
+HOLDS = "holds"
+FAILS = "fails"
+MEASURED = "measured"
 QUALITATIVE = "qualitative"
 NOT_RUN = "not run"
 
+KINDS = ("reproduction", "consistency", "diagnostic")
 COMPARISONS = ("approx", "at_least", "at_most", "above", "below", "qualitative")
 TOLERANCE_KINDS = ("absolute", "relative", "log10")
 AGGREGATIONS = ("mean", "median", "max", "min", "loglog_slope")
 TABLE_COLUMNS = (
-    "id", "figure", "dataset", "epsilon", "method", "quantity", "unit", "paper_value",
-    "measured_value", "measured_ci_low", "measured_ci_high", "comparison", "tolerance",
-    "accepted", "verdict", "source", "n_runs", "measure",
+    "id", "kind", "figure", "dataset", "epsilon", "method", "quantity", "unit", "paper_value",
+    "measured_value", "measured_ci_low", "measured_ci_high", "interval", "comparison",
+    "tolerance", "accepted", "verdict", "seeds_to_decide", "trivial_value", "trivial_ci_low",
+    "trivial_ci_high", "trivial_verdict", "trivial_note", "window", "fit_residual",
+    "slope_last_two", "slope_last_two_ci_low", "slope_last_two_ci_high", "power_law", "note",
+    "source", "n_runs", "measure",
 )
-ROUND_OFF = 1e-9
 
 
 def accepted_band(value: float, tolerance: Mapping[str, Any]) -> tuple[float, float]:
@@ -86,83 +115,129 @@ def accepted_band(value: float, tolerance: Mapping[str, Any]) -> tuple[float, fl
     return value * 10.0 ** -t, value * 10.0 ** t
 
 
-def is_reproduced(measured: float, value: float, comparison: str,
-                  tolerance: Mapping[str, Any]) -> bool:
-    """Whether our ``measured`` number reproduces the paper's ``value`` (module docstring)."""
+def accepted_set(value: float, comparison: str,
+                 tolerance: Mapping[str, Any]) -> tuple[float, float, bool]:
+    """``(lo, hi, strict)``: what ``comparison`` accepts, ``[lo, hi]`` (``(lo, hi)`` if
+    strict), each bound widened (inclusive) or narrowed (strict) by round-off."""
     lo, hi = accepted_band(value, tolerance)
     slack_lo, slack_hi = ROUND_OFF * max(abs(lo), 1.0), ROUND_OFF * max(abs(hi), 1.0)
-    checks = {
-        "approx": lambda: lo - slack_lo <= measured <= hi + slack_hi,
-        "at_least": lambda: measured >= lo - slack_lo,
-        "at_most": lambda: measured <= hi + slack_hi,
-        "above": lambda: measured > lo + slack_lo,
-        "below": lambda: measured < hi - slack_hi,
-    }
-    if comparison not in checks:
+    sets = {"approx": (lo - slack_lo, hi + slack_hi, False),
+            "at_least": (lo - slack_lo, math.inf, False),
+            "at_most": (-math.inf, hi + slack_hi, False),
+            "above": (lo + slack_lo, math.inf, True),
+            "below": (-math.inf, hi - slack_hi, True)}
+    if comparison not in sets:
         raise ValueError(f"comparison {comparison!r} has no numeric verdict; "
-                         f"expected one of {tuple(checks)}")
-    return bool(checks[comparison]())
+                         f"expected one of {tuple(sets)}")
+    return sets[comparison]
+
+
+def interval_verdict(low: float, high: float, value: float, comparison: str,
+                     tolerance: Mapping[str, Any]) -> str:
+    """``reproduced`` / ``not reproduced`` / ``inconclusive`` of the interval ``[low, high]``
+    against what the claim accepts (module docstring); ``inconclusive`` without an interval."""
+    lo, hi, strict = accepted_set(value, comparison, tolerance)
+    if math.isnan(low) or math.isnan(high):
+        return INCONCLUSIVE
+    if strict:
+        inside, disjoint = lo < low and high < hi, high <= lo or low >= hi
+    else:
+        inside, disjoint = lo <= low and high <= hi, high < lo or low > hi
+    return REPRODUCED if inside else NOT_REPRODUCED if disjoint else INCONCLUSIVE
+
+
+def is_reproduced(measured: float, value: float, comparison: str,
+                  tolerance: Mapping[str, Any]) -> bool:
+    """Whether the single number ``measured`` (a zero-width interval) reproduces ``value``."""
+    return interval_verdict(measured, measured, value, comparison, tolerance) == REPRODUCED
+
+
+def seeds_to_decide(estimate_: Estimate, value: float, comparison: str,
+                    tolerance: Mapping[str, Any]) -> float:
+    """Runs per group at which the interval stops straddling the accepted set's edges, if its
+    half-widths on either side of the value shrink like 1 / sqrt(runs); NaN without an
+    interval, inf where the value sits on an edge."""
+    point, low, high = estimate_.value, estimate_.low, estimate_.high
+    if math.isnan(low) or math.isnan(high) or estimate_.runs_per_group < 1:
+        return math.nan
+    lo, hi = accepted_band(value, tolerance)
+    edges = {"approx": (lo, hi), "at_least": (lo,), "above": (lo,), "at_most": (hi,),
+             "below": (hi,)}[comparison]
+    factor = 0.0
+    for edge in edges:
+        slack = ROUND_OFF * max(abs(edge), 1.0)
+        if low - slack <= edge <= high + slack:
+            distance = abs(edge - point)
+            half = (high - point) if edge >= point else (point - low)
+            factor = max(factor, math.inf if distance <= slack else half / distance)
+    if not math.isfinite(factor):
+        return math.inf
+    return float(max(estimate_.runs_per_group + 1,
+                     math.ceil(estimate_.runs_per_group * factor ** 2)))
+
+
+def check_claim(claim: Mapping[str, Any]) -> None:
+    """The issue-36 keys of a claim (``kind``, ``interval``, ``trivial``, a rate's
+    ``measure.window``) and its measure's vocabulary; ``ValueError`` otherwise."""
+    kind = claim.get("kind", "reproduction")
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {KINDS}")
+    interval = claim.get("interval", "bootstrap")
+    if interval not in INTERVALS:
+        raise ValueError(f"unknown interval {interval!r}; expected one of {INTERVALS}")
+    trivial = claim.get("trivial")
+    if trivial == "none":
+        if not str(claim.get("trivial_reason") or "").strip():
+            raise ValueError("trivial: none needs a trivial_reason")
+    elif trivial is not None and not (isinstance(trivial, Mapping) and set(trivial) == {"metric"}
+                                      and isinstance(trivial["metric"], str)):
+        raise ValueError(f"trivial must be absent, 'none' or {{metric: <column>}}, "
+                         f"got {trivial!r}")
+    measure = claim.get("measure") or {}
+    if "filter" in measure or "agg" in measure:
+        check_measure(measure)
+        if interval == "t" and (measure["agg"] != "mean" or measure.get("by")
+                                or "relative_to" in measure):
+            raise ValueError("interval t is only for agg mean without by or relative_to")
+
+
+def check_measure(measure: Mapping[str, Any]) -> None:
+    """The machine-readable part of a measure has the vocabulary of the module docstring."""
+    agg = measure.get("agg")
+    if agg not in AGGREGATIONS:
+        raise ValueError(f"measure.agg must be one of {AGGREGATIONS}, got {agg!r}")
+    if not isinstance(measure.get("by", []), list):
+        raise ValueError("measure.by must be a list of columns")
+    if agg == "loglog_slope":
+        if len(measure.get("by") or []) != 1:
+            raise ValueError("measure.agg loglog_slope needs exactly one 'by' column (the x axis)")
+        window = measure.get("window")
+        if not (isinstance(window, Mapping) and set(window) == {"min", "max"}
+                and float(window["min"]) <= float(window["max"])):
+            raise ValueError("agg loglog_slope needs measure.window: {min: <x>, max: <x>} "
+                             f"(min <= max), the fit's x range declared before the run; "
+                             f"got {window!r}")
+    if not isinstance(measure.get("filter", {}), Mapping):
+        raise ValueError("measure.filter must be a mapping {column: value}")
+    if "relative_to" in measure and (not isinstance(measure["relative_to"], Mapping)
+                                     or agg == "loglog_slope"):
+        raise ValueError("measure.relative_to must be a mapping {column: value} of the "
+                         "reference runs' filter, and not with agg loglog_slope")
 
 
 def measure_from_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[float, int, str]:
     """``(value, matching runs, "")`` from the runs table, or ``(nan, n, reason)``."""
-    rows, reason = _matching_runs(measure, runs)
-    if reason:
-        return math.nan, 0, reason
-    metric, agg = measure["metric"], measure["agg"]
-    by = list(measure.get("by") or [])
-    values = rows.groupby(by, dropna=False)[metric].mean() if by else rows[metric]
-    if "relative_to" in measure:
-        values, reason = _relative(measure, runs, values)
-        if reason:
-            return math.nan, len(rows), reason
-    if agg == "loglog_slope":
-        return _loglog_slope(values, len(rows))
-    value = float(getattr(values.astype(float), agg)())
-    if math.isnan(value):
-        return value, len(rows), f"{metric!r} is missing for the matching runs"
-    return value, len(rows), ""
+    found = estimate(measure, runs, interval="exact")
+    return found.value if not found.reason else math.nan, found.n_runs, found.reason
 
 
-def slope_interval(measure: Mapping[str, Any], runs: pd.DataFrame,
-                   seed: int = 0) -> tuple[float, float]:
-    """The 95% bootstrap interval of an ``agg: loglog_slope`` measure (the matching runs
-    resampled within every x); NaN for another measure or where the slope is undefined."""
-    rows, reason = _matching_runs(measure, runs)
-    if reason or measure["agg"] != "loglog_slope":
-        return math.nan, math.nan
-    x = pd.to_numeric(rows[measure["by"][0]], errors="coerce")
-    by_x = {float(value): group[measure["metric"]].to_numpy(dtype=float)
-            for value, group in rows.groupby(x)}
-    if len(by_x) < 2:
-        return math.nan, math.nan
-    _, low, high = bootstrap_slope(by_x, np.random.default_rng(seed))
-    return low, high
-
-
-def _relative(measure: Mapping[str, Any], runs: pd.DataFrame,
-              values: pd.Series) -> tuple[pd.Series, str]:
-    """``values`` (the groups' mean metric, or the matching runs' metric) over the same of the
-    reference runs (the filter with ``relative_to``'s entries replaced), group by group."""
-    reference = {**measure, "filter": {**(measure.get("filter") or {}),
-                                       **measure["relative_to"]}}
-    rows, reason = _matching_runs(reference, runs)
-    if reason:
-        return values, f"reference runs ({dict(measure['relative_to'])}): {reason}"
-    metric, by = measure["metric"], list(measure.get("by") or [])
-    if not by:
-        return pd.Series([values.mean() / rows[metric].mean()]), ""
-    ratios = (values / rows.groupby(by, dropna=False)[metric].mean()).dropna()
-    return ratios, "" if len(ratios) else "no group in common with the reference runs"
-
-
-def _matching_runs(measure: Mapping[str, Any],
-                   runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def matching_runs(measure: Mapping[str, Any], runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The runs a measure's filter keeps, or an empty table and the reason."""
-    _check_measure(measure)
+    check_measure(measure)
     by = list(measure.get("by") or [])
     filters = dict(measure.get("filter") or {})
-    missing = [c for c in [measure["metric"], *filters, *by] if c not in runs.columns]
+    missing = [c for c in dict.fromkeys([measure["metric"], *filters, *by])
+               if c not in runs.columns]
     if missing:
         return runs.iloc[:0], f"no column {', '.join(map(repr, missing))} in the runs"
     keep = np.ones(len(runs), dtype=bool)
@@ -173,13 +248,13 @@ def _matching_runs(measure: Mapping[str, Any],
 
 
 def claims_table(claims: Sequence[Mapping[str, Any]], runs: pd.DataFrame | None, *,
-                 measured: Mapping[str, float] | None = None) -> pd.DataFrame:
+                 measured: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per claim (columns :data:`TABLE_COLUMNS`), in the order of ``claims``.
 
     ``runs`` is the long runs table (``None`` or empty: nothing was run); ``measured`` maps claim
-    ids to numbers computed outside the runs table. Raises :class:`.ReferenceFileError` naming the
-    claim when its comparison, tolerance or measure is not of the vocabulary above, and
-    ``ValueError`` when ``measured`` names a claim that does not exist.
+    ids to values computed outside the runs table (a float or ``{value, low, high}``). Raises
+    :class:`.ReferenceFileError` naming the claim when a key is not of the vocabulary above,
+    and ``ValueError`` when ``measured`` names a claim that does not exist.
     """
     measured = dict(measured or {})
     unknown = sorted(set(measured) - {c["id"] for c in claims})
@@ -207,82 +282,125 @@ def render_markdown(table: pd.DataFrame) -> str:
 
 def write_claims_table(table: pd.DataFrame, csv_path: str | os.PathLike,
                        markdown_path: str | os.PathLike) -> None:
-    """Write the table as CSV and as Markdown, each atomically."""
+    """Write the table as CSV and as Markdown (the scorecard above the table), atomically."""
+    from dpminimax.report.scorecard import render_scorecard, scorecard
+
     write_table(table, csv_path)
     with atomic_path(markdown_path) as tmp:
-        tmp.write_text(render_markdown(table), encoding="utf-8")
+        tmp.write_text(render_scorecard(scorecard(table)) + "\n" + render_markdown(table),
+                       encoding="utf-8")
 
 
 def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
-               measured: Mapping[str, float]) -> dict[str, Any]:
+               measured: Mapping[str, Any]) -> dict[str, Any]:
     comparison = claim.get("comparison")
     if comparison not in COMPARISONS:
         raise ValueError(f"unknown comparison {comparison!r}; expected one of {COMPARISONS}")
+    check_claim(claim)
+    kind, interval = claim.get("kind", "reproduction"), claim.get("interval", "bootstrap")
     measure = claim["measure"]
     machine = "filter" in measure or "agg" in measure
-    row = {
-        "id": claim["id"], "figure": claim.get("figure"),
+    row = dict.fromkeys(TABLE_COLUMNS, math.nan) | {
+        "id": claim["id"], "kind": kind, "figure": claim.get("figure"),
         "dataset": _label(claim.get("dataset")), "epsilon": _label(claim.get("epsilon")),
         "method": _label(claim.get("method")), "quantity": claim.get("quantity"),
         "unit": claim.get("unit"), "paper_value": _number(claim.get("value")),
-        "measured_value": math.nan, "measured_ci_low": math.nan,
-        "measured_ci_high": math.nan, "comparison": comparison,
-        "tolerance": _tolerance_label(claim.get("tolerance")), "accepted": "",
-        "verdict": "", "source": "", "n_runs": 0, "measure": _measure_label(measure),
+        "interval": interval, "comparison": comparison,
+        "tolerance": _tolerance_label(claim.get("tolerance")), "accepted": "", "verdict": "",
+        "trivial_verdict": "", "trivial_note": "", "window": _window_label(measure),
+        "note": "", "source": "", "n_runs": 0, "measure": _measure_label(measure),
     }
     if comparison == "qualitative":  # a measured number is shown, the figure decides
         if claim["id"] in measured:
-            row.update(measured_value=float(measured[claim["id"]]), source="measured")
+            found = _measured_estimate(measured[claim["id"]], interval)
+            row.update(measured_value=found.value, measured_ci_low=found.low,
+                       measured_ci_high=found.high, source="measured")
         return {**row, "verdict": QUALITATIVE}
     value, tolerance = float(claim["value"]), claim["tolerance"]
     row["accepted"] = _accepted_label(value, comparison, tolerance)
-    if machine:  # checked even when a measured value overrides it
-        _check_measure(measure)
     datasets = _as_list(claim.get("dataset"))
     if claim["id"] in measured:
-        ours, source, n_runs, reason = float(measured[claim["id"]]), "measured", 0, ""
-        if math.isnan(ours):
-            reason = "measured value is NaN (undefined on these runs; see the measure)"
+        found, source = _measured_estimate(measured[claim["id"]], interval), "measured"
     elif datasets and not present.intersection(map(str, datasets)):
         return {**row, "verdict": f"{NOT_RUN}: data unavailable"}
     elif machine:
-        ours, n_runs, reason = measure_from_runs(measure, runs)
-        low, high = slope_interval(measure, runs)
-        row.update(measured_ci_low=low, measured_ci_high=high)
+        found = estimate(measure, runs, interval=interval, seed=claim_seed(claim["id"]))
         source = "runs"
     else:
         return {**row, "verdict": f"{NOT_RUN}: no measured value given (not computable from "
                                   "the runs table)"}
-    row.update(measured_value=ours, source=source, n_runs=n_runs)
-    if reason:
-        return {**row, "verdict": f"{NOT_RUN}: {reason}"}
-    reproduced = is_reproduced(ours, value, comparison, tolerance)
-    return {**row, "verdict": REPRODUCED if reproduced else NOT_REPRODUCED}
+    row.update(measured_value=found.value, measured_ci_low=found.low,
+               measured_ci_high=found.high, source=source, n_runs=found.n_runs,
+               note=found.note, **_rate_columns(found))
+    if found.reason:
+        return {**row, "measured_value": math.nan, "verdict": f"{NOT_RUN}: {found.reason}"}
+    verdict = interval_verdict(found.low, found.high, value, comparison, tolerance)
+    if kind == "diagnostic":
+        return {**row, "verdict": MEASURED}
+    if kind == "consistency":  # fails only beyond its interval (on the value where none)
+        if math.isnan(found.low):
+            verdict = interval_verdict(found.value, found.value, value, comparison, tolerance)
+        return {**row, "verdict": FAILS if verdict == NOT_REPRODUCED else HOLDS}
+    if verdict == INCONCLUSIVE:
+        row["seeds_to_decide"] = seeds_to_decide(found, value, comparison, tolerance)
+    trivial, note = _trivial(claim, runs, source, interval)
+    row["trivial_note"] = note
+    if trivial is not None:
+        trivial_verdict = interval_verdict(trivial.low, trivial.high, value, comparison,
+                                           tolerance)
+        row.update(trivial_value=trivial.value, trivial_ci_low=trivial.low,
+                   trivial_ci_high=trivial.high, trivial_verdict=trivial_verdict)
+        if verdict != NOT_REPRODUCED and trivial_verdict != NOT_REPRODUCED:
+            verdict = UNINFORMATIVE
+    return {**row, "verdict": verdict}
 
 
-def _loglog_slope(means: pd.Series, n_runs: int) -> tuple[float, int, str]:
-    """The slope of log(mean) against log(x) over the groups x of ``means``."""
-    x = pd.to_numeric(pd.Series(means.index), errors="coerce").to_numpy(dtype=float)
-    slope = loglog_slope(x, means.to_numpy(dtype=float))
-    if math.isnan(slope):
-        return math.nan, n_runs, "a log-log slope needs >= 2 groups with positive x and metric"
-    return slope, n_runs, ""
+def _trivial(claim: Mapping[str, Any], runs: pd.DataFrame, source: str,
+             interval: str) -> tuple[Estimate | None, str]:
+    """The trivial baseline's estimate (the claim's measure on its trivial column), or None
+    and why there is none."""
+    trivial = claim.get("trivial")
+    if trivial == "none":
+        return None, f"none: {' '.join(str(claim['trivial_reason']).split())}"
+    if source != "runs":
+        return None, "n/a: the value is measured outside the runs table"
+    measure = claim["measure"]
+    column = trivial["metric"] if trivial else f"trivial_{measure['metric']}"
+    if column not in runs.columns:
+        return None, f"n/a: no column {column!r} in the runs"
+    found = estimate(measure, runs, interval=interval, seed=claim_seed(claim["id"]),
+                     metric=column)
+    if found.reason:
+        return None, f"n/a: {found.reason}"
+    return found, column
 
 
-def _check_measure(measure: Mapping[str, Any]) -> None:
-    """The machine-readable part of a measure has the vocabulary of the module docstring."""
-    if measure.get("agg") not in AGGREGATIONS:
-        raise ValueError(f"measure.agg must be one of {AGGREGATIONS}, got {measure.get('agg')!r}")
-    if measure.get("agg") == "loglog_slope" and len(measure.get("by") or []) != 1:
-        raise ValueError("measure.agg loglog_slope needs exactly one 'by' column (the x axis)")
-    if not isinstance(measure.get("filter", {}), Mapping):
-        raise ValueError("measure.filter must be a mapping {column: value}")
-    if "relative_to" in measure and (not isinstance(measure["relative_to"], Mapping)
-                                     or measure.get("agg") == "loglog_slope"):
-        raise ValueError("measure.relative_to must be a mapping {column: value} of the "
-                         "reference runs' filter, and not with agg loglog_slope")
-    if not isinstance(measure.get("by", []), list):
-        raise ValueError("measure.by must be a list of columns")
+def _measured_estimate(given: Any, interval: str) -> Estimate:
+    """A value measured outside the runs table: ``{value, low, high}``, or a float (exact
+    only for ``interval: exact``)."""
+    if isinstance(given, Mapping):
+        found = Estimate(value=float(given["value"]), low=float(given["low"]),
+                         high=float(given["high"]))
+    else:
+        found = Estimate(value=float(given))
+        if interval == "exact":
+            found.low = found.high = found.value
+        else:
+            found.note = "no interval given for the measured value"
+    if math.isnan(found.value):
+        found.reason = "measured value is NaN (undefined on these runs; see the measure)"
+    return found
+
+
+def _rate_columns(found: Estimate) -> dict[str, Any]:
+    if found.rate is None:
+        return {}
+    rate = found.rate
+    return {"fit_residual": rate.residual, "slope_last_two": rate.last_two,
+            "slope_last_two_ci_low": rate.last_two_low,
+            "slope_last_two_ci_high": rate.last_two_high,
+            "power_law": ("" if math.isnan(rate.power_law)
+                          else "yes" if rate.power_law else "no")}
 
 
 def _matches(column: pd.Series, wanted: Any) -> np.ndarray:
@@ -313,6 +431,11 @@ def _accepted_label(value: float, comparison: str, tolerance: Mapping[str, Any])
 
 def _tolerance_label(tolerance: Mapping[str, Any] | None) -> str:
     return "" if tolerance is None else f"{tolerance['kind']} {float(tolerance['value']):g}"
+
+
+def _window_label(measure: Mapping[str, Any]) -> str:
+    window = measure.get("window")
+    return "" if not window else f"[{float(window['min']):g}, {float(window['max']):g}]"
 
 
 def _measure_label(measure: Mapping[str, Any]) -> str:

@@ -77,10 +77,14 @@ def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The claims of a paper: the list under ``claims:`` in a YAML file.
 
     Every claim must have the keys :data:`CLAIM_KEYS` (``value``, ``unit`` and ``tolerance`` may
-    be null only for ``comparison: qualitative``) and a unique ``id``; otherwise
-    :class:`ReferenceFileError` names the file, the claim and the missing key.
+    be null only for ``comparison: qualitative``) and a unique ``id``, and its optional keys
+    (``kind``, ``interval``, ``trivial``, a rate's ``measure.window``) and measure must be of
+    :mod:`.claims`' vocabulary (:func:`.claims.check_claim`); otherwise
+    :class:`ReferenceFileError` names the file, the claim and what is wrong, in one line.
     """
     import yaml
+
+    from dpminimax.report.claims import check_claim
 
     path = Path(path)
     if not path.is_file():
@@ -109,6 +113,10 @@ def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
                 )
         if not str(claim["source_quote"]).strip():
             raise ReferenceFileError(f"{path}: claim {name!r} has an empty 'source_quote'")
+        try:
+            check_claim(claim)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReferenceFileError(f"{path}: claim {name!r}: {exc}") from exc
         if name in seen:
             raise ReferenceFileError(f"{path}: duplicate claim id {name!r}")
         seen.add(name)
