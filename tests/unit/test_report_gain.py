@@ -66,8 +66,8 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
                      "p_fairness": "equalized_odds", "test_error": 0.5, "dp_violation": 0.9})
     measured = measured_gains(pd.DataFrame(rows).assign(eo_violation=0.0))
     # DP-FERMI at error 0.17 (halfway): violation 0.11; gain (0.2 - 0.11) / 0.11
-    assert measured["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
-    assert measured["dp_gain_median"] == measured["dp_gain_mean"]
+    assert measured["dp_gain_mean"]["value"] == pytest.approx(100 * 0.09 / 0.11)
+    assert measured["dp_gain_median"]["value"] == measured["dp_gain_mean"]["value"]
     assert "eo_gain_mean" not in measured  # no EO panel at all
     # an EO panel whose baseline error lies outside DP-FERMI's range: the gain is undefined
     eo = pd.DataFrame(rows).assign(eo_violation=0.1)
@@ -75,7 +75,7 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
     eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.5
     undefined = measured_gains(eo)
     assert {"eo_gain_mean", "eo_gain_median", "eo_gain_min_positive"} <= set(undefined)
-    assert all(np.isnan(undefined[f"eo_gain_{kind}"])
+    assert all(np.isnan(undefined[f"eo_gain_{kind}"]["value"])
                for kind in ("mean", "median", "min_positive"))
 
 
@@ -110,8 +110,8 @@ def test_gains_never_pool_experiments_and_count_only_the_claims_experiments():
     assert gains.loc["fig", "gain"] == pytest.approx(0.09 / 0.11)     # at 0.17: 0.11
     assert gains.loc["cross", "gain"] == pytest.approx(0.18 / 0.02)   # at 0.19: 0.02
     only_figure = measured_gains(runs, {"dp": ["fig"]})
-    assert only_figure["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
-    assert measured_gains(runs)["dp_gain_mean"] == pytest.approx(
+    assert only_figure["dp_gain_mean"]["value"] == pytest.approx(100 * 0.09 / 0.11)
+    assert measured_gains(runs)["dp_gain_mean"]["value"] == pytest.approx(
         50 * (0.09 / 0.11 + 0.18 / 0.02))
     claims = load_claims(Path(__file__).parents[2] / "papers" / "dpfermi" / "claims.yaml")
     assert gain_experiments(claims) == {

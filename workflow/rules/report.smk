@@ -83,6 +83,8 @@ rule claims:
         runs="results/{paper}/runs.parquet",
         claims=lambda wc: str(claims_file(wc.paper)),
         measured=lambda wc: measured_outputs(wc.paper),
+        data=lambda wc: paper_data_meta(wc.paper),
+        reported=lambda wc: reported_baselines(wc.paper),
     output:
         csv=report(
             "results/{paper}/tables/claims.csv",

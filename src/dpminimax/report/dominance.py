@@ -1,0 +1,268 @@
+"""Pareto dominance between fairness trade-off curves as numbers with a bootstrap over seeds
+(DP-FERMI Figs. 2-10, RaCO-DP Figs. 4 and 6: "our curve lies below / left of the baselines'").
+
+A method's *curve* in a panel (experiment, dataset, epsilon) is its seed-mean points (test
+error, violation), one per value of its trace parameter (:data:`.tradeoff.TRACE_PARAMETERS`); a
+single point for a method without one (Tran et al. 2021b, the trivial predictor). Its *front*
+is the points no other of its points dominates, sorted by violation. ``error_at(front, v)`` is
+the lowest error the method reaches within a violation budget ``v``: linear between consecutive
+front points (a classifier that picks one of the two models at random reaches every point of
+the segment: its error is the mixture of the errors and its demographic-parity or
+equalized-odds gap at most the mixture of the gaps), the error of the last front point above
+the front, undefined (NaN) below its smallest violation.
+
+Two measures of method A against method B (:data:`STATISTICS`):
+
+* ``error_gap``: the mean of ``error_at(A, v) - error_at(B, v)`` over an even grid of budgets
+  from the smallest that both reach (the larger of their smallest violations) to the largest
+  either reaches; negative: A has the lower error at matched violation. 0 for identical curves.
+* ``dominated_share``: the share of B's points that A's front dominates (A reaches a strictly
+  lower error within the point's violation); 1: every point of B is beaten, 0 for identical
+  curves.
+
+A claim compares A with each of its baselines in every panel and aggregates the (panel,
+baseline) values (``over: max`` for "in every panel": the worst case for A's error gap;
+``min`` the same for a share; ``mean``). Its 95% interval is a percentile bootstrap: the runs
+of every (experiment, dataset, epsilon, method, trace value) group are resampled with
+replacement, every curve and the aggregate recomputed (:data:`DRAWS` times, a fixed seed).
+Baselines are the claim's other methods in our runs, the numbers a paper plotted (``"<method>
+(reported)"``: fixed points, not resampled) or ``trivial``: the constant majority-class
+predictor, one point (``trivial_test_error``, ``trivial_<violation>``: its gap is 0). The same
+measure with A replaced by the trivial point is the claim's trivial baseline value (a trade-off
+claim the majority predictor also meets is uninformative).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpminimax.report.reference import CONSTRAINT_VIOLATION
+from dpminimax.report.tradeoff import TRACE_COLUMN, trace_values
+
+#: Bootstrap draws of every interval (percentile method, 95%).
+DRAWS = 1000
+#: Budgets of the ``error_gap`` grid.
+GRID = 51
+TRIVIAL = "trivial"
+REPORTED_SUFFIX = " (reported)"
+PANEL = ("experiment", "dataset", "epsilon")
+GROUP = (*PANEL, "method", TRACE_COLUMN)
+AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
+    "max": np.nanmax, "min": np.nanmin, "mean": np.nanmean}
+
+Curve = tuple[np.ndarray, np.ndarray]  # (error, violation) of a method's points
+
+
+def pareto_front(error: np.ndarray, violation: np.ndarray) -> Curve:
+    """The points of (``error``, ``violation``) that no other point dominates (lower-or-equal
+    in both, strictly lower in one; one of equal points), sorted by violation (so by
+    decreasing error)."""
+    error, violation = np.asarray(error, float), np.asarray(violation, float)
+    keep = ~np.isnan(error) & ~np.isnan(violation)
+    error, violation = error[keep], violation[keep]
+    order = np.lexsort((error, violation))
+    error, violation = error[order], violation[order]
+    best_before = np.concatenate([[math.inf], np.minimum.accumulate(error)[:-1]])
+    front = error < best_before  # lower than every point of smaller or equal violation
+    return error[front], violation[front]
+
+
+def error_at(front: Curve, budget: np.ndarray | float) -> np.ndarray:
+    """The lowest error a method with this Pareto ``front`` reaches within violation
+    ``budget`` (module docstring): NaN below its smallest violation."""
+    error, violation = front
+    budget = np.asarray(budget, float)
+    if error.size == 0:
+        return np.full(budget.shape, math.nan)
+    inside = np.interp(budget, violation, error)  # constant beyond the last front point
+    return np.where(budget < violation[0], math.nan, inside)
+
+
+def error_gap(a: Curve, b: Curve) -> float:
+    """Mean of A's minus B's lowest error over the budgets both reach, up to the largest
+    violation either reaches (negative: A is better); NaN if either curve is empty."""
+    front_a, front_b = pareto_front(*a), pareto_front(*b)
+    if front_a[0].size == 0 or front_b[0].size == 0:
+        return math.nan
+    low = max(front_a[1][0], front_b[1][0])
+    high = max(low, front_a[1][-1], front_b[1][-1])
+    grid = np.linspace(low, high, GRID)
+    return float(np.mean(error_at(front_a, grid) - error_at(front_b, grid)))
+
+
+def dominated_share(a: Curve, b: Curve) -> float:
+    """The share of B's points that A's front dominates (strictly lower error within the
+    point's violation); NaN if either curve is empty."""
+    front_a = pareto_front(*a)
+    error, violation = (np.asarray(x, float) for x in b)
+    keep = ~np.isnan(error) & ~np.isnan(violation)
+    if front_a[0].size == 0 or not keep.any():
+        return math.nan
+    reached = error_at(front_a, violation[keep])
+    return float(np.mean(np.nan_to_num(reached, nan=math.inf) < error[keep]))
+
+
+STATISTICS: dict[str, Callable[[Curve, Curve], float]] = {
+    "error_gap": error_gap, "dominated_share": dominated_share}
+
+
+def resampled_means(runs: pd.DataFrame, keys: Sequence[str], values: Sequence[str],
+                    draws: int = DRAWS, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """The groups of ``runs`` by ``keys`` (one row each, sorted) and their mean ``values``:
+    an array (draws + 1, groups, values) whose row 0 is the mean over the group's runs and rows
+    1.. the means of the runs resampled with replacement within every group (one generator of
+    ``seed``, the groups in order: deterministic)."""
+    rng = np.random.default_rng(seed)
+    grouped = runs.groupby(list(keys), sort=True, dropna=False)
+    groups = []
+    means = np.empty((draws + 1, grouped.ngroups, len(values)))
+    for g, (key, rows) in enumerate(grouped):
+        data = rows[list(values)].to_numpy(dtype=float)
+        means[0, g] = data.mean(axis=0)
+        picks = rng.integers(0, len(data), size=(draws, len(data)))
+        means[1:, g] = data[picks].mean(axis=1)
+        groups.append(key)
+    return pd.DataFrame(groups, columns=list(keys)), means
+
+
+def percentile_interval(draws: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of the finite ``draws`` (NaN if none)."""
+    finite = draws[np.isfinite(draws)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    return float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))
+
+
+def dominance(runs: pd.DataFrame, spec: Mapping[str, Any], *,
+              reported: pd.DataFrame | None = None, draws: int = DRAWS,
+              seed: int = 0) -> dict[str, Any] | None:
+    """The claim measure ``spec`` (keys ``statistic``, ``violation``, ``method``, ``against``,
+    optional ``experiments``, ``datasets``, ``epsilons``, ``over``: default ``mean``) on
+    ``runs``: ``{value, low, high, panels}`` and, where the runs have the trivial columns,
+    ``trivial`` (the same with ``method`` replaced by the trivial point). None when no panel has
+    ``method`` and a baseline."""
+    statistic = STATISTICS[spec["statistic"]]
+    aggregate = AGGREGATES[spec.get("over", "mean")]
+    violation, method = spec["violation"], spec["method"]
+    against = list(spec["against"])
+    table = _selected(runs, spec)
+    ours = [m for m in against if m != TRIVIAL and not m.endswith(REPORTED_SUFFIX)]
+    points = table.loc[table["method"].isin([method, *ours])]
+    trivial_columns = ["trivial_test_error", f"trivial_{violation}"]
+    with_trivial = all(c in table.columns for c in trivial_columns)
+    if with_trivial:
+        trivial = table.assign(method=TRIVIAL, test_error=table[trivial_columns[0]],
+                               **{violation: table[trivial_columns[1]]})
+        points = pd.concat([points, trivial.assign(**{TRACE_COLUMN: math.nan})])
+    points = points.dropna(subset=["test_error", violation])
+    if points.empty:
+        return None
+    groups, means = resampled_means(points, GROUP, ["test_error", violation], draws, seed)
+    curves = _Curves(groups, means, _reported_curves(reported, violation))
+    panels = [p for p in curves.panels(method) if any(curves.has(p, m) for m in against)]
+    if not panels:
+        return None
+    result = _aggregated(curves, panels, method, against, statistic, aggregate)
+    result["panels"] = len(panels)
+    if with_trivial:
+        result["trivial"] = _aggregated(curves, panels, TRIVIAL, against, statistic,
+                                        aggregate)
+    return result
+
+
+def measured_dominance(runs: pd.DataFrame, claims: Sequence[Mapping[str, Any]], *,
+                       reported: pd.DataFrame | None = None,
+                       draws: int = DRAWS) -> dict[str, dict[str, Any]]:
+    """Claim id -> :func:`dominance` of every claim whose ``measure`` has a ``dominance``
+    block (its ``dataset`` and ``epsilon`` select the panels unless the block names them)."""
+    measured = {}
+    for claim in claims:
+        spec = claim.get("measure", {}).get("dominance")
+        if spec is None:
+            continue
+        spec = {"statistic": claim["measure"]["metric"], "datasets": claim.get("dataset"),
+                "epsilons": claim.get("epsilon"), **spec}
+        value = dominance(runs, spec, reported=reported, draws=draws)
+        if value is not None:
+            measured[claim["id"]] = value
+    return measured
+
+
+def _selected(runs: pd.DataFrame, spec: Mapping[str, Any]) -> pd.DataFrame:
+    """The runs of the spec's experiments, datasets and epsilons, with their trace value."""
+    table = runs.assign(epsilon=pd.to_numeric(runs["epsilon"]).astype(float),
+                        **{TRACE_COLUMN: trace_values(runs)})
+    keep = np.ones(len(table), dtype=bool)
+    for column, key in (("experiment", "experiments"), ("dataset", "datasets")):
+        if spec.get(key) is not None:
+            keep &= table[column].isin(_as_list(spec[key])).to_numpy()
+    if spec.get("epsilons") is not None:
+        wanted = np.array([float(e) for e in _as_list(spec["epsilons"])])
+        keep &= np.isclose(table["epsilon"].to_numpy()[:, None], wanted[None, :],
+                           rtol=1e-9, atol=0.0).any(axis=1)
+    return table.loc[keep]
+
+
+def _reported_curves(reported: pd.DataFrame | None, violation: str) -> dict[tuple, Curve]:
+    """(dataset, epsilon, "<method> (reported)") -> the plotted points of the constraint that
+    ``violation`` measures."""
+    if reported is None:
+        return {}
+    constraints = [c for c, v in CONSTRAINT_VIOLATION.items() if v == violation]
+    rows = reported.loc[reported["constraint"].isin(constraints)]
+    return {(dataset, float(eps), method + REPORTED_SUFFIX):
+            (group["test_error"].to_numpy(float), group["violation"].to_numpy(float))
+            for (dataset, eps, method), group in rows.groupby(["dataset", "epsilon", "method"])}
+
+
+class _Curves:
+    """Every group's resampled mean points, looked up by panel and method."""
+
+    def __init__(self, groups: pd.DataFrame, means: np.ndarray,
+                 reported: Mapping[tuple, Curve]) -> None:
+        self.means, self.reported = means, reported
+        self.index = {key: rows.index.to_numpy()
+                      for key, rows in groups.groupby([*PANEL, "method"], sort=True)}
+
+    def panels(self, method: str) -> list[tuple]:
+        return [key[:3] for key in self.index if key[3] == method]
+
+    def has(self, panel: tuple, method: str) -> bool:
+        return self._reported_key(panel, method) in self.reported or (*panel, method) in self.index
+
+    def curve(self, panel: tuple, method: str, draw: int) -> Curve:
+        if method.endswith(REPORTED_SUFFIX):
+            return self.reported.get(self._reported_key(panel, method), (np.empty(0),) * 2)
+        rows = self.index.get((*panel, method))
+        if rows is None:
+            return np.empty(0), np.empty(0)
+        return self.means[draw, rows, 0], self.means[draw, rows, 1]
+
+    @staticmethod
+    def _reported_key(panel: tuple, method: str) -> tuple:
+        return panel[1], float(panel[2]), method
+
+
+def _aggregated(curves: _Curves, panels: Sequence[tuple], method: str, against: Sequence[str],
+                statistic: Callable[[Curve, Curve], float],
+                aggregate: Callable[[np.ndarray], float]) -> dict[str, float]:
+    """``{value, low, high}``: ``aggregate`` over the (panel, baseline) pairs of ``statistic``,
+    on the seed means (value) and on every bootstrap draw (the interval)."""
+    pairs = [(p, m) for p in panels for m in against if curves.has(p, m)]
+    totals = np.full(curves.means.shape[0], math.nan)
+    for draw in range(curves.means.shape[0]):
+        values = np.array([statistic(curves.curve(p, method, draw), curves.curve(p, m, draw))
+                           for p, m in pairs])
+        if np.isfinite(values).any():
+            totals[draw] = aggregate(values)
+    low, high = percentile_interval(totals[1:])
+    return {"value": float(totals[0]), "low": low, "high": high}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
