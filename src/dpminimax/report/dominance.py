@@ -144,12 +144,14 @@ def dominance(runs: pd.DataFrame, spec: Mapping[str, Any], *,
     """The claim measure ``spec`` (keys ``statistic``, ``violation``, ``method``, ``against``,
     optional ``experiments``, ``datasets``, ``epsilons``, ``over``: default ``mean``) on
     ``runs``: ``{value, low, high, panels}`` and, where the runs have the trivial columns,
-    ``trivial`` (the same with ``method`` replaced by the trivial point). None when no panel has
-    ``method`` and a baseline."""
+    ``trivial`` (the same with ``method`` replaced by the trivial point). None when the runs
+    lack the columns or no panel has ``method`` and a baseline."""
     statistic = STATISTICS[spec["statistic"]]
     aggregate = AGGREGATES[spec.get("over", "mean")]
     violation, method = spec["violation"], spec["method"]
     against = list(spec["against"])
+    if any(c not in runs.columns for c in (*PANEL, "method", "test_error", violation)):
+        return None
     table = _selected(runs, spec)
     ours = [m for m in against if m != TRIVIAL and not m.endswith(REPORTED_SUFFIX)]
     points = table.loc[table["method"].isin([method, *ours])]
