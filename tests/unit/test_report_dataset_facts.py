@@ -31,6 +31,12 @@ def test_facts_of_a_meta_record():
     subsampled = dataset_facts(_record(max_rows=5000))  # the split's groups are a subsample
     assert subsampled["num_rows"] == 45222 and "group_rows.Male" not in subsampled
     assert dataset_facts(_record(standin=True)) == {}
+    canonical = _record()  # images: a canonical split records no n_rows_total
+    canonical["meta"] |= {"split": {"scheme": "canonical", "max_rows": None},
+                          "n_train": 60000, "n_test": 10000}
+    assert dataset_facts(canonical)["num_rows"] == 70000
+    canonical["meta"]["split"]["max_rows"] = 1000
+    assert "num_rows" not in dataset_facts(canonical)
 
 
 def test_the_papers_dataset_claims_read_a_fixture_meta_json(tmp_path):

@@ -6,8 +6,9 @@ states nothing about the paper's data and gives no facts.
 
 Facts (:func:`dataset_facts`): ``num_features`` (encoded input features), ``num_classes``,
 ``num_groups``, ``num_rows`` (rows after cleaning, before any ``max_rows`` subsample: the
-split's ``n_rows_total``) and, when the split is not subsampled, ``group_rows.<group>`` (train
-plus test rows of each sensitive group).
+split's ``n_rows_total``; train plus test rows of a canonical split that is not subsampled)
+and, when the split is not subsampled, ``group_rows.<group>`` (train plus test rows of each
+sensitive group).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ def dataset_facts(record: Mapping[str, Any]) -> dict[str, int]:
     meta = record["meta"]
     if meta.get("standin"):
         return {}
-    split = meta["split"]
+    split, total = meta["split"], meta["split"].get("n_rows_total")
+    whole = split.get("max_rows") is None or (total is not None and split["max_rows"] >= total)
     facts = {"num_features": len(record["feature_names"]),
              "num_classes": len(record["label_names"]),
-             "num_groups": len(record["group_names"]),
-             "num_rows": int(split["n_rows_total"])}
-    if split.get("max_rows") is None or split["max_rows"] >= split["n_rows_total"]:
+             "num_groups": len(record["group_names"])}
+    if total is not None or whole:  # a canonical split without a subsample holds every row
+        facts["num_rows"] = int(total if total is not None else meta["n_train"] + meta["n_test"])
+    if whole:
         counts = meta["group_counts"]
         facts |= {f"group_rows.{group}": sum(int(counts[part].get(group, 0)) for part in counts)
                   for group in record["group_names"]}
