@@ -52,7 +52,7 @@ TRIVIAL = "trivial"
 REPORTED_SUFFIX = " (reported)"
 PANEL = ("experiment", "dataset", "epsilon")
 GROUP = (*PANEL, "method", TRACE_COLUMN)
-AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
+AGGREGATES: dict[str, Callable[..., np.ndarray]] = {
     "max": np.nanmax, "min": np.nanmin, "mean": np.nanmean}
 
 Curve = tuple[np.ndarray, np.ndarray]  # (error, violation) of a method's points
@@ -146,68 +146,56 @@ def dominance(runs: pd.DataFrame, spec: Mapping[str, Any], *,
     ``runs``: ``{value, low, high, panels}`` and, where the runs have the trivial columns,
     ``trivial`` (the same with ``method`` replaced by the trivial point). None when the runs
     lack the columns or no panel has ``method`` and a baseline."""
-    statistic = STATISTICS[spec["statistic"]]
-    aggregate = AGGREGATES[spec.get("over", "mean")]
-    violation, method = spec["violation"], spec["method"]
-    against = list(spec["against"])
-    if any(c not in runs.columns for c in (*PANEL, "method", "test_error", violation)):
-        return None
-    table = _selected(runs, spec)
-    ours = [m for m in against if m != TRIVIAL and not m.endswith(REPORTED_SUFFIX)]
-    points = table.loc[table["method"].isin([method, *ours])]
-    trivial_columns = ["trivial_test_error", f"trivial_{violation}"]
-    with_trivial = all(c in table.columns for c in trivial_columns)
-    if with_trivial:
-        trivial = table.assign(method=TRIVIAL, test_error=table[trivial_columns[0]],
-                               **{violation: table[trivial_columns[1]]})
-        points = pd.concat([points, trivial.assign(**{TRACE_COLUMN: math.nan})])
-    points = points.dropna(subset=["test_error", violation])
-    if points.empty:
-        return None
-    groups, means = resampled_means(points, GROUP, ["test_error", violation], draws, seed)
-    curves = _Curves(groups, means, _reported_curves(reported, violation))
-    panels = [p for p in curves.panels(method) if any(curves.has(p, m) for m in against)]
-    if not panels:
-        return None
-    result = _aggregated(curves, panels, method, against, statistic, aggregate)
-    result["panels"] = len(panels)
-    if with_trivial:
-        result["trivial"] = _aggregated(curves, panels, TRIVIAL, against, statistic,
-                                        aggregate)
-    return result
+    curves = resampled_curves(runs, spec["violation"], reported=reported, draws=draws,
+                              seed=seed)
+    return None if curves is None else curves.measure(spec)
 
 
 def measured_dominance(runs: pd.DataFrame, claims: Sequence[Mapping[str, Any]], *,
                        reported: pd.DataFrame | None = None,
                        draws: int = DRAWS) -> dict[str, dict[str, Any]]:
     """Claim id -> :func:`dominance` of every claim whose ``measure`` has a ``dominance``
-    block (its ``dataset`` and ``epsilon`` select the panels unless the block names them)."""
-    measured = {}
+    block (its ``dataset`` and ``epsilon`` select the panels unless the block names them).
+    The claims on one violation share one bootstrap (and each (panel, pair)'s statistic is
+    computed once)."""
+    measured, curves = {}, {}
     for claim in claims:
         spec = claim.get("measure", {}).get("dominance")
         if spec is None:
             continue
         spec = {"statistic": claim["measure"]["metric"], "datasets": claim.get("dataset"),
                 "epsilons": claim.get("epsilon"), **spec}
-        value = dominance(runs, spec, reported=reported, draws=draws)
+        violation = spec["violation"]
+        if violation not in curves:
+            curves[violation] = resampled_curves(runs, violation, reported=reported,
+                                                 draws=draws)
+        value = None if curves[violation] is None else curves[violation].measure(spec)
         if value is not None:
             measured[claim["id"]] = value
     return measured
 
 
-def _selected(runs: pd.DataFrame, spec: Mapping[str, Any]) -> pd.DataFrame:
-    """The runs of the spec's experiments, datasets and epsilons, with their trace value."""
-    table = runs.assign(epsilon=pd.to_numeric(runs["epsilon"]).astype(float),
-                        **{TRACE_COLUMN: trace_values(runs)})
-    keep = np.ones(len(table), dtype=bool)
-    for column, key in (("experiment", "experiments"), ("dataset", "datasets")):
-        if spec.get(key) is not None:
-            keep &= table[column].isin(_as_list(spec[key])).to_numpy()
-    if spec.get("epsilons") is not None:
-        wanted = np.array([float(e) for e in _as_list(spec["epsilons"])])
-        keep &= np.isclose(table["epsilon"].to_numpy()[:, None], wanted[None, :],
-                           rtol=1e-9, atol=0.0).any(axis=1)
-    return table.loc[keep]
+def resampled_curves(runs: pd.DataFrame, violation: str, *,
+                     reported: pd.DataFrame | None = None, draws: int = DRAWS,
+                     seed: int = 0) -> _Curves | None:
+    """Every method's curve in every panel of ``runs`` (and the trivial point's, where the
+    runs have its columns) on the seed means and on ``draws`` bootstrap resamples, beside the
+    ``reported`` curves of ``violation``; None when the runs lack the columns."""
+    if any(c not in runs.columns for c in (*PANEL, "method", "test_error", violation)):
+        return None
+    points = runs.assign(epsilon=pd.to_numeric(runs["epsilon"]).astype(float),
+                         **{TRACE_COLUMN: trace_values(runs)})
+    trivial_columns = ["trivial_test_error", f"trivial_{violation}"]
+    if all(c in runs.columns for c in trivial_columns):
+        trivial = points.assign(method=TRIVIAL, test_error=points[trivial_columns[0]],
+                                **{violation: points[trivial_columns[1]],
+                                   TRACE_COLUMN: math.nan})
+        points = pd.concat([points, trivial], ignore_index=True)
+    points = points.dropna(subset=["test_error", violation])
+    if points.empty:
+        return None
+    groups, means = resampled_means(points, GROUP, ["test_error", violation], draws, seed)
+    return _Curves(groups, means, _reported_curves(reported, violation))
 
 
 def _reported_curves(reported: pd.DataFrame | None, violation: str) -> dict[tuple, Curve]:
@@ -223,47 +211,77 @@ def _reported_curves(reported: pd.DataFrame | None, violation: str) -> dict[tupl
 
 
 class _Curves:
-    """Every group's resampled mean points, looked up by panel and method."""
+    """Every group's resampled mean points, looked up by panel and method, and the
+    statistics of the (panel, method, baseline) pairs computed so far."""
 
     def __init__(self, groups: pd.DataFrame, means: np.ndarray,
                  reported: Mapping[tuple, Curve]) -> None:
         self.means, self.reported = means, reported
         self.index = {key: rows.index.to_numpy()
                       for key, rows in groups.groupby([*PANEL, "method"], sort=True)}
+        self.pairs: dict[tuple, np.ndarray] = {}
 
-    def panels(self, method: str) -> list[tuple]:
-        return [key[:3] for key in self.index if key[3] == method]
+    def measure(self, spec: Mapping[str, Any]) -> dict[str, Any] | None:
+        """:func:`dominance` of ``spec`` on these curves."""
+        method, against = spec["method"], list(spec["against"])
+        panels = [p for p in self.panels(method, spec)
+                  if any(self.has(p, m) for m in against)]
+        if not panels:
+            return None
+        result = {**self._aggregated(spec, panels, method), "panels": len(panels)}
+        if all(self.has(p, TRIVIAL) for p in panels):
+            result["trivial"] = self._aggregated(spec, panels, TRIVIAL)
+        return result
+
+    def panels(self, method: str, spec: Mapping[str, Any]) -> list[tuple]:
+        """The panels (experiment, dataset, epsilon) of ``method`` that ``spec`` selects."""
+        selected = []
+        for experiment, dataset, eps, name in self.index:
+            if name != method or any(
+                    spec.get(key) is not None and value not in _as_list(spec[key])
+                    for key, value in (("experiments", experiment), ("datasets", dataset))):
+                continue
+            if spec.get("epsilons") is None or np.isclose(
+                    eps, [float(e) for e in _as_list(spec["epsilons"])], rtol=1e-9,
+                    atol=0.0).any():
+                selected.append((experiment, dataset, eps))
+        return selected
 
     def has(self, panel: tuple, method: str) -> bool:
         return self._reported_key(panel, method) in self.reported or (*panel, method) in self.index
 
     def curve(self, panel: tuple, method: str, draw: int) -> Curve:
         if method.endswith(REPORTED_SUFFIX):
-            return self.reported.get(self._reported_key(panel, method), (np.empty(0),) * 2)
-        rows = self.index.get((*panel, method))
-        if rows is None:
-            return np.empty(0), np.empty(0)
+            return self.reported[self._reported_key(panel, method)]
+        rows = self.index[(*panel, method)]
         return self.means[draw, rows, 0], self.means[draw, rows, 1]
+
+    def statistic(self, name: str, panel: tuple, method: str, baseline: str) -> np.ndarray:
+        """``name`` of ``method`` against ``baseline`` in ``panel``, on every draw (row 0:
+        the seed means)."""
+        key = (name, panel, method, baseline)
+        if key not in self.pairs:
+            self.pairs[key] = np.array([
+                STATISTICS[name](self.curve(panel, method, draw),
+                                 self.curve(panel, baseline, draw))
+                for draw in range(self.means.shape[0])])
+        return self.pairs[key]
+
+    def _aggregated(self, spec: Mapping[str, Any], panels: Sequence[tuple],
+                    method: str) -> dict[str, float]:
+        """``{value, low, high}``: the spec's aggregate over the (panel, baseline) pairs of its
+        statistic, on the seed means (value) and on every bootstrap draw (the interval)."""
+        values = np.array([self.statistic(spec["statistic"], p, method, m)
+                           for p in panels for m in spec["against"] if self.has(p, m)])
+        defined = np.isfinite(values).any(axis=0)
+        totals = np.full(values.shape[1], math.nan)
+        totals[defined] = AGGREGATES[spec.get("over", "mean")](values[:, defined], axis=0)
+        low, high = percentile_interval(totals[1:])
+        return {"value": float(totals[0]), "low": low, "high": high}
 
     @staticmethod
     def _reported_key(panel: tuple, method: str) -> tuple:
         return panel[1], float(panel[2]), method
-
-
-def _aggregated(curves: _Curves, panels: Sequence[tuple], method: str, against: Sequence[str],
-                statistic: Callable[[Curve, Curve], float],
-                aggregate: Callable[[np.ndarray], float]) -> dict[str, float]:
-    """``{value, low, high}``: ``aggregate`` over the (panel, baseline) pairs of ``statistic``,
-    on the seed means (value) and on every bootstrap draw (the interval)."""
-    pairs = [(p, m) for p in panels for m in against if curves.has(p, m)]
-    totals = np.full(curves.means.shape[0], math.nan)
-    for draw in range(curves.means.shape[0]):
-        values = np.array([statistic(curves.curve(p, method, draw), curves.curve(p, m, draw))
-                           for p, m in pairs])
-        if np.isfinite(values).any():
-            totals[draw] = aggregate(values)
-    low, high = percentile_interval(totals[1:])
-    return {"value": float(totals[0]), "low": low, "high": high}
 
 
 def _as_list(value: Any) -> list[Any]:
