@@ -8,8 +8,8 @@ is the points no other of its points dominates, sorted by violation. ``error_at(
 the lowest error the method reaches within a violation budget ``v``: linear between consecutive
 front points (a classifier that picks one of the two models at random reaches every point of
 the segment: its error is the mixture of the errors and its demographic-parity or
-equalized-odds gap at most the mixture of the gaps), the error of the last front point above
-the front, undefined (NaN) below its smallest violation.
+equalized-odds gap at most the mixture of the gaps), the error of the last front point beyond
+the front's largest violation, undefined (NaN) below its smallest.
 
 Two measures of method A against method B (:data:`STATISTICS`):
 
