@@ -157,7 +157,15 @@ def test_the_papers_dominance_claims_are_measured_from_their_blocks():
     runs = _runs(offset=0.05, noise=0.005).assign(experiment="fig2_adult_dp")
     measured = measured_dominance(runs, claims, draws=50)
     assert set(measured) == {"dp_outperforms_all_baselines", "adult_retired_superior_tradeoffs"}
-    assert measured["dp_outperforms_all_baselines"]["high"] < 0.0
+    # A - 0.05 beats every point of Tran 2021a (A) and Tran 2021b, but its violation 0 only
+    # up to the noise: (0.3, 0) is out of its reach in some panels
+    share = measured["dp_outperforms_all_baselines"]
+    assert 0.8 <= share["value"] <= 1.0 and share["low"] <= share["value"] <= share["high"]
+    exact = measured_dominance(_runs(offset=0.05, noise=0.0).assign(experiment="fig2_adult_dp"),
+                               claims, draws=5)["dp_outperforms_all_baselines"]
+    assert exact["value"] == 1.0
+    # the majority point (0.25, 0) beats Tran 2021a's (0.3, 0) only: 1/3 and 0, mean 1/6
+    assert exact["trivial"]["value"] == pytest.approx(1 / 6)
     racodp = load_claims(ROOT / "papers" / "racodp" / "claims.yaml")
     blocks = [c for c in racodp if "dominance" in c["measure"]]
     assert {c["measure"]["metric"] for c in blocks} == {"dominated_share"}
