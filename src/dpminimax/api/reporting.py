@@ -78,7 +78,7 @@ def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path
 
 def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
                       markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
-                      measured: Mapping[str, float] | None = None, *,
+                      measured: Mapping[str, float | Mapping[str, float]] | None = None, *,
                       data_meta_paths: Sequence[str | Path] = (),
                       reported: str | Path | None = None) -> pd.DataFrame:
     """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV and
