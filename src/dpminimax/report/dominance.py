@@ -103,8 +103,8 @@ def dominated_share(a: Curve, b: Curve) -> float:
     keep = ~np.isnan(error) & ~np.isnan(violation)
     if front_a[0].size == 0 or not keep.any():
         return math.nan
-    reached = error_at(front_a, violation[keep])
-    return float(np.mean(np.nan_to_num(reached, nan=math.inf) < error[keep]))
+    reached = error_at(front_a, violation[keep])  # NaN (out of A's reach) compares False
+    return np.count_nonzero(reached < error[keep]) / np.count_nonzero(keep)
 
 
 STATISTICS: dict[str, Callable[[Curve, Curve], float]] = {
