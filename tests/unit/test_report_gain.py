@@ -75,8 +75,13 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
     eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.5
     undefined = measured_gains(eo)
     assert {"eo_gain_mean", "eo_gain_median", "eo_gain_min_positive"} <= set(undefined)
-    assert all(np.isnan(undefined[f"eo_gain_{kind}"]["value"])
-               for kind in ("mean", "median", "min_positive"))
+    assert all(np.isnan(undefined[f"eo_gain_{kind}"][end])
+               for kind in ("mean", "median", "min_positive") for end in ("value", "low", "high"))
+    # just outside DP-FERMI's range on the seed means (0.19) but inside on draws where
+    # both DP-FERMI seeds are seed 1's (0.192): undefined, with no interval
+    eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.1905
+    edge = measured_gains(eo)["eo_gain_mean"]
+    assert np.isnan(edge["value"]) and np.isnan(edge["low"]) and np.isnan(edge["high"])
 
 
 def test_a_zero_curve_violation_leaves_the_gain_undefined_not_infinite():

@@ -276,7 +276,8 @@ class _Curves:
         defined = np.isfinite(values).any(axis=0)
         totals = np.full(values.shape[1], math.nan)
         totals[defined] = AGGREGATES[spec.get("over", "mean")](values[:, defined], axis=0)
-        low, high = percentile_interval(totals[1:])
+        low, high = (percentile_interval(totals[1:]) if np.isfinite(totals[0])
+                     else (math.nan, math.nan))  # undefined on the means: no interval
         return {"value": float(totals[0]), "low": low, "high": high}
 
     @staticmethod

@@ -174,7 +174,8 @@ def measured_gains(runs: pd.DataFrame,
         for name, summary in SUMMARIES.items():
             totals = np.array([100.0 * summary(g[np.isfinite(g)]) if np.isfinite(g).any()
                                else math.nan for g in gains])
-            low, high = percentile_interval(totals[1:])
+            low, high = (percentile_interval(totals[1:]) if np.isfinite(totals[0])
+                         else (math.nan, math.nan))  # undefined on the means: no interval
             measured[f"{prefix}_gain_{name}"] = {"value": float(totals[0]), "low": low,
                                                  "high": high}
     return measured
