@@ -66,8 +66,8 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
                      "p_fairness": "equalized_odds", "test_error": 0.5, "dp_violation": 0.9})
     measured = measured_gains(pd.DataFrame(rows).assign(eo_violation=0.0))
     # DP-FERMI at error 0.17 (halfway): violation 0.11; gain (0.2 - 0.11) / 0.11
-    assert measured["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
-    assert measured["dp_gain_median"] == measured["dp_gain_mean"]
+    assert measured["dp_gain_mean"]["value"] == pytest.approx(100 * 0.09 / 0.11)
+    assert measured["dp_gain_median"]["value"] == measured["dp_gain_mean"]["value"]
     assert "eo_gain_mean" not in measured  # no EO panel at all
     # an EO panel whose baseline error lies outside DP-FERMI's range: the gain is undefined
     eo = pd.DataFrame(rows).assign(eo_violation=0.1)
@@ -75,8 +75,13 @@ def test_gains_measured_from_runs_use_seed_means_and_the_matching_fairness_notio
     eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.5
     undefined = measured_gains(eo)
     assert {"eo_gain_mean", "eo_gain_median", "eo_gain_min_positive"} <= set(undefined)
-    assert all(np.isnan(undefined[f"eo_gain_{kind}"])
-               for kind in ("mean", "median", "min_positive"))
+    assert all(np.isnan(undefined[f"eo_gain_{kind}"][end])
+               for kind in ("mean", "median", "min_positive") for end in ("value", "low", "high"))
+    # just outside DP-FERMI's range on the seed means (0.19) but inside on draws where
+    # both DP-FERMI seeds are seed 1's (0.192): undefined, with no interval
+    eo.loc[eo["method"] == "tran2021b", "test_error"] = 0.1905
+    edge = measured_gains(eo)["eo_gain_mean"]
+    assert np.isnan(edge["value"]) and np.isnan(edge["low"]) and np.isnan(edge["high"])
 
 
 def test_a_zero_curve_violation_leaves_the_gain_undefined_not_infinite():
@@ -110,10 +115,45 @@ def test_gains_never_pool_experiments_and_count_only_the_claims_experiments():
     assert gains.loc["fig", "gain"] == pytest.approx(0.09 / 0.11)     # at 0.17: 0.11
     assert gains.loc["cross", "gain"] == pytest.approx(0.18 / 0.02)   # at 0.19: 0.02
     only_figure = measured_gains(runs, {"dp": ["fig"]})
-    assert only_figure["dp_gain_mean"] == pytest.approx(100 * 0.09 / 0.11)
-    assert measured_gains(runs)["dp_gain_mean"] == pytest.approx(
+    assert only_figure["dp_gain_mean"]["value"] == pytest.approx(100 * 0.09 / 0.11)
+    assert measured_gains(runs)["dp_gain_mean"]["value"] == pytest.approx(
         50 * (0.09 / 0.11 + 0.18 / 0.02))
     claims = load_claims(Path(__file__).parents[2] / "papers" / "dpfermi" / "claims.yaml")
     assert gain_experiments(claims) == {
         "dp": ["fig2_adult_dp", "fig7_credit_dp", "fig3_8_parkinsons_dp", "fig6_retired_dp"],
         "eo": ["fig9_adult_eo", "fig4_credit_eo", "fig10_retired_eo"]}
+
+
+def _noisy_gain_runs(noise: float, seeds: int = 5) -> pd.DataFrame:
+    """Two panels of DP-FERMI over lambda (error 0.15 -> 0.19, violation 0.2 -> 0.02) and Tran
+    2021b at (0.17, 0.2): gain 0.09 / 0.11 on the means, Gaussian noise per run."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for eps in (1.0, 3.0):
+        for seed in range(seeds):
+            for lam, err, viol in ((0.0, 0.15, 0.20), (1.0, 0.19, 0.02)):
+                rows.append({"experiment": "fig", "method": "dpfermi", "dataset": "d",
+                             "epsilon": eps, "seed": seed, "p_lam": lam, "test_error": err,
+                             "dp_violation": viol})
+            rows.append({"experiment": "fig", "method": "tran2021b", "dataset": "d",
+                         "epsilon": eps, "seed": seed, "test_error": 0.17,
+                         "dp_violation": 0.2})
+    runs = pd.DataFrame(rows)
+    runs["dp_violation"] += rng.normal(0.0, noise, len(runs))
+    return runs
+
+
+def test_gain_intervals_are_a_deterministic_bootstrap_over_seeds():
+    from dpminimax.report.gain import measured_gains
+
+    exact = measured_gains(_noisy_gain_runs(noise=0.0), draws=50)["dp_gain_mean"]
+    assert exact == pytest.approx({"value": 100 * 0.09 / 0.11, "low": 100 * 0.09 / 0.11,
+                                   "high": 100 * 0.09 / 0.11})
+    runs = _noisy_gain_runs(noise=0.01)
+    first = measured_gains(runs, draws=200)
+    assert first == measured_gains(runs, draws=200)
+    for name in ("mean", "median", "min_positive"):
+        gain = first[f"dp_gain_{name}"]
+        assert gain["low"] < gain["value"] < gain["high"]
+        assert gain["high"] - gain["low"] > 1.0  # percent: the noise moves the gain
+    assert first["dp_gain_min_positive"]["value"] <= first["dp_gain_mean"]["value"]

@@ -224,6 +224,13 @@ def benchmark_data(wildcards):
     return {name: f"results/data/{name}/arrays.npz" for name in datasets}
 
 
+def paper_data_meta(paper):
+    """The prepared data's meta.json of every dataset the paper's jobs train on (the dataset
+    facts of its claims)."""
+    datasets = {job.dataset for job in paper_jobs(paper)} - SYNTHETIC_PROBLEMS
+    return [f"results/data/{name}/meta.json" for name in sorted(datasets)]
+
+
 def data_inputs(wildcards):
     if wildcards.dataset in SYNTHETIC_PROBLEMS:  # its jobs draw their own data
         return {}

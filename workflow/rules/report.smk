@@ -83,6 +83,8 @@ rule claims:
         runs=f"{RESULTS}/{{paper}}/runs.parquet",
         claims=lambda wc: str(claims_file(wc.paper)),
         measured=lambda wc: measured_outputs(wc.paper),
+        data=lambda wc: paper_data_meta(wc.paper),
+        reported=lambda wc: reported_baselines(wc.paper),
     output:
         csv=report(
             f"{RESULTS}/{{paper}}/tables/claims.csv",

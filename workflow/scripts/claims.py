@@ -4,4 +4,6 @@ from dpminimax import api
 
 with api.log_to(snakemake.log[0]):
     api.make_claims_table(snakemake.input.claims, snakemake.input.runs, snakemake.output.csv,
-                          snakemake.output.markdown, measured_paths=snakemake.input.measured)
+                          snakemake.output.markdown, measured_paths=snakemake.input.measured,
+                          data_meta_paths=snakemake.input.data,
+                          reported=snakemake.input.reported or None)

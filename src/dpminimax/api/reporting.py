@@ -8,7 +8,6 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -79,18 +78,25 @@ def make_experiment_table(runs_path: str | Path, name: str, out_path: str | Path
 
 def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: str | Path,
                       markdown_out: str | Path, measured_paths: Sequence[str | Path] = (),
-                      measured: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                      measured: Mapping[str, float | Mapping[str, float]] | None = None, *,
+                      data_meta_paths: Sequence[str | Path] = (),
+                      reported: str | Path | None = None) -> pd.DataFrame:
     """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV, and
     Markdown with the paper's scorecard on top), each claim decided by its 95% interval and
     beside its trivial baseline (:mod:`dpminimax.report.claims`). Values no runs column holds
-    (DP-FERMI's performance gains, the bilevel schedule pilot's freeze) are computed from the
-    runs here; ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and
-    ``measured`` adds any other values, by claim id (a float, or ``{value, low, high}``)."""
+    are computed here: DP-FERMI's performance gains and the trade-off curves' dominance
+    (``{value, low, high}`` with a bootstrap over seeds; ``reported``: the CSV of the numbers
+    the paper plotted, the baselines of some dominance claims), dataset facts from the prepared
+    data's ``data_meta_paths`` (``meta.json``), the bilevel schedule pilot's freeze;
+    ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and ``measured`` adds
+    any other values, by claim id (a float, or ``{value, low, high}``)."""
     from dpminimax.report.claims import claims_table, write_claims_table
     from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
+    from dpminimax.report.dataset_facts import measured_facts, read_dataset_facts
+    from dpminimax.report.dominance import measured_dominance
     from dpminimax.report.gain import gain_experiments, measured_gains
     from dpminimax.report.pilot import measured_freezes
-    from dpminimax.report.reference import load_claims
+    from dpminimax.report.reference import load_claims, load_reported
 
     runs = pd.read_parquet(runs_path)
     from_files = {k: v for path in measured_paths
@@ -102,6 +108,9 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     if experiments := alpha_pred_experiments(claims):  # DP bilevel's §5.2 collapse claims
         runs = with_alpha_pred(runs, experiments)
     values = {**measured_gains(runs, gain_experiments(claims)), **measured_freezes(runs, claims),
+              **measured_dominance(runs, claims,
+                                   reported=load_reported(reported) if reported else None),
+              **measured_facts(claims, read_dataset_facts(data_meta_paths)),
               **(measured or {})}
     known = {claim["id"] for claim in claims}
     table = claims_table(claims, runs, measured={k: v for k, v in values.items() if k in known})

@@ -11,17 +11,44 @@ lambda, interpolate DP-FERMI's violation linearly in the error at e_T (v_F) and 
 skipping panels where e_T lies outside DP-FERMI's error range (no extrapolation). On the paper's
 own plotted numbers this gives the reported median exactly (65.89%) and the mean within 0.32 pp
 (79.33%); the equalized-odds figures are not reproduced by it (spec §8.2).
+
+On our runs the curve is DP-FERMI's seed means per lambda and the point Tran et al. 2021b's seed
+mean; the 95% interval of each summary (mean, median, smallest gain over the panels) is a
+percentile bootstrap: the runs of every (experiment, dataset, epsilon, method, lambda) group
+resampled with replacement and the whole summary recomputed (:mod:`.dominance`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpminimax.report.dominance import DRAWS, percentile_interval, resampled_means
+
 KEYS = ("dataset", "epsilon")
+
+
+def interpolated_violation(errors: np.ndarray, violations: np.ndarray,
+                           error: float) -> tuple[float, bool]:
+    """The curve's violation linearly interpolated at ``error`` (the curve sorted by error),
+    and whether ``error`` lies inside the curve's error range (NaN outside: no
+    extrapolation)."""
+    order = np.argsort(errors, kind="stable")
+    errors, violations = np.asarray(errors, float)[order], np.asarray(violations, float)[order]
+    in_range = bool(errors[0] <= error <= errors[-1])
+    return (float(np.interp(error, errors, violations)) if in_range else math.nan), in_range
+
+
+def relative_gain(baseline_violation: float, curve_violation: float) -> float:
+    """(v_T - v_F) / v_F; NaN where v_F is not > 0 (relative to a zero violation: undefined)
+    or NaN."""
+    if not curve_violation > 0:
+        return math.nan
+    return (baseline_violation - curve_violation) / curve_violation
 
 
 def performance_gains(curve: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
@@ -42,15 +69,11 @@ def performance_gains(curve: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame
                              f"got {len(baseline)}")
         error, violation = float(baseline["test_error"].iloc[0]), float(
             baseline["violation"].iloc[0])
-        ours = ours.sort_values("test_error")
-        errors, violations = ours["test_error"].to_numpy(), ours["violation"].to_numpy()
-        in_range = bool(errors[0] <= error <= errors[-1])
-        interpolated = float(np.interp(error, errors, violations)) if in_range else np.nan
-        defined = in_range and interpolated > 0  # relative to a zero violation: undefined
+        interpolated, in_range = interpolated_violation(
+            ours["test_error"].to_numpy(), ours["violation"].to_numpy(), error)
         rows.append({"dataset": dataset, "epsilon": eps, "baseline_error": error,
                      "baseline_violation": violation, "curve_violation": interpolated,
-                     "gain": (violation - interpolated) / interpolated if defined else np.nan,
-                     "in_range": in_range})
+                     "gain": relative_gain(violation, interpolated), "in_range": in_range})
     return pd.DataFrame(rows)
 
 
@@ -65,38 +88,58 @@ def summarize_gains(gains: pd.DataFrame) -> dict[str, float]:
 #: violation column -> the prefix of the DP-FERMI claim ids that hold its gains
 GAIN_CLAIMS = {"dp_violation": "dp", "eo_violation": "eo"}
 FAIRNESS_OF = {"dp_violation": "demographic_parity", "eo_violation": "equalized_odds"}
+PANEL = ("experiment", *KEYS)
+#: The summaries of the gains over the panels, as in the claim ids ``<dp|eo>_gain_<summary>``.
+SUMMARIES = {"mean": np.mean, "median": np.median, "min_positive": np.min}
+
+
+def resampled_gains(runs: pd.DataFrame, violation: str, *, curve_method: str = "dpfermi",
+                    point_method: str = "tran2021b", draws: int = DRAWS,
+                    seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """The panels (experiment, dataset, finite epsilon) with both methods, over the runs
+    trained for the fairness notion ``violation`` measures (``p_fairness``), and their gains
+    (draws + 1, panels): row 0 on the seed means (``curve_method`` per lambda,
+    ``point_method`` per panel), rows 1.. on the runs resampled within every (experiment,
+    dataset, epsilon, method, lambda). Experiments are never pooled: the same method and
+    epsilon can run in two experiments with different delta or grids."""
+    rows = runs if "experiment" in runs.columns else runs.assign(experiment="")
+    rows = rows.assign(epsilon=pd.to_numeric(rows["epsilon"]).astype(float))
+    rows = rows.loc[np.isfinite(rows["epsilon"])
+                    & rows["method"].isin([curve_method, point_method])]
+    if "p_fairness" in rows.columns:
+        rows = rows.loc[rows["p_fairness"] == FAIRNESS_OF[violation]]
+    if "p_lam" not in rows.columns:
+        rows = rows.assign(p_lam=math.nan)
+    rows = rows.dropna(subset=["test_error", violation])
+    empty = pd.DataFrame(columns=list(PANEL)), np.empty((draws + 1, 0))
+    if rows.empty:
+        return empty
+    groups, means = resampled_means(rows, [*PANEL, "method", "p_lam"],
+                                    ["test_error", violation], draws, seed)
+    panels, gains = [], []
+    for panel, members in groups.groupby(list(PANEL), sort=True):
+        curve = members.index[members["method"] == curve_method].to_numpy()
+        point = members.index[members["method"] == point_method].to_numpy()
+        if not len(curve) or not len(point):
+            continue
+        if len(point) != 1:
+            raise ValueError(f"{panel}: expected one {point_method} point, got {len(point)}")
+        panels.append(panel)
+        gains.append([relative_gain(means[d, point[0], 1], interpolated_violation(
+            means[d, curve, 0], means[d, curve, 1], means[d, point[0], 0])[0])
+            for d in range(draws + 1)])
+    if not panels:
+        return empty
+    return pd.DataFrame(panels, columns=list(PANEL)), np.array(gains).T
 
 
 def gains_from_runs(runs: pd.DataFrame, violation: str, *, curve_method: str = "dpfermi",
                     point_method: str = "tran2021b") -> pd.DataFrame:
-    """:func:`performance_gains` of our runs: ``curve_method``'s curve (mean over seeds per
-    lambda) against ``point_method``'s point (mean over seeds), per (experiment, dataset, finite
-    epsilon), over the runs trained for the fairness notion ``violation`` measures
-    (``p_fairness``). Experiments are never pooled: the same method and epsilon can run in two
-    experiments with different delta or grids (the figure and the cross-paper comparison)."""
-    if "experiment" in runs.columns:
-        per_experiment = [
-            gains_from_runs(rows.drop(columns="experiment"), violation,
-                            curve_method=curve_method, point_method=point_method
-                            ).assign(experiment=name)
-            for name, rows in runs.groupby("experiment")]
-        return (pd.concat(per_experiment, ignore_index=True) if per_experiment
-                else pd.DataFrame(columns=["experiment", *KEYS, "gain", "in_range"]))
-    fairness = FAIRNESS_OF[violation]
-    finite = runs.loc[np.isfinite(pd.to_numeric(runs["epsilon"]))]
-    if "p_fairness" in finite.columns:
-        finite = finite.loc[finite["p_fairness"] == fairness]
-
-    def mean_of(method: str, by: list[str]) -> pd.DataFrame:
-        rows = finite.loc[finite["method"] == method]
-        return (rows.groupby(by, as_index=False)[["test_error", violation]].mean()
-                .rename(columns={violation: "violation"}))
-
-    curve = mean_of(curve_method, [*KEYS, "p_lam"])
-    points = mean_of(point_method, list(KEYS))
-    if curve.empty or points.empty:
-        return pd.DataFrame(columns=[*KEYS, "gain", "in_range"])
-    return performance_gains(curve, points)
+    """:func:`resampled_gains`' panels with their gain on the seed means (``gain``, NaN where
+    undefined)."""
+    panels, gains = resampled_gains(runs, violation, curve_method=curve_method,
+                                    point_method=point_method, draws=0)
+    return panels.assign(gain=gains[0] if gains.size else [])
 
 
 def gain_experiments(claims: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
@@ -110,28 +153,29 @@ def gain_experiments(claims: Sequence[Mapping[str, Any]]) -> dict[str, list[str]
 
 
 def measured_gains(runs: pd.DataFrame,
-                   experiments: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+                   experiments: Mapping[str, Sequence[str]] | None = None, *,
+                   draws: int = DRAWS) -> dict[str, dict[str, float]]:
     """The DP-FERMI claims ``<dp|eo>_gain_mean``, ``_median`` and ``_min_positive`` measured on
-    our runs: absent when no panel has both methods, NaN when panels have both but none has the
+    our runs, in percent, each ``{value, low, high}`` (the 95% bootstrap interval of
+    :func:`resampled_gains`, every summary over the panels where the gain is defined):
+    absent when no panel has both methods, a NaN value when panels have both but none has the
     baseline's error inside DP-FERMI's range (the gain is undefined there, not unmeasured).
     ``experiments`` (:func:`gain_experiments`) restricts each prefix to its experiments."""
     measured = {}
     for violation, prefix in GAIN_CLAIMS.items():
-        if violation not in runs.columns or "p_lam" not in runs.columns:
+        if violation not in runs.columns:
             continue
         rows = runs
         if experiments and prefix in experiments and "experiment" in runs.columns:
             rows = runs.loc[runs["experiment"].isin(experiments[prefix])]
-        gains = gains_from_runs(rows, violation)
-        if gains.empty:
+        _, gains = resampled_gains(rows, violation, draws=draws)
+        if not gains.size:
             continue
-        if gains.loc[gains["in_range"], "gain"].dropna().empty:
-            measured.update({f"{prefix}_gain_{kind}": float("nan")
-                             for kind in ("mean", "median", "min_positive")})
-            continue
-        summary = summarize_gains(gains)
-        measured[f"{prefix}_gain_mean"] = summary["mean_percent"]
-        measured[f"{prefix}_gain_median"] = summary["median_percent"]
-        measured[f"{prefix}_gain_min_positive"] = float(
-            100.0 * gains.loc[gains["in_range"], "gain"].min())
+        for name, summary in SUMMARIES.items():
+            totals = np.array([100.0 * summary(g[np.isfinite(g)]) if np.isfinite(g).any()
+                               else math.nan for g in gains])
+            low, high = (percentile_interval(totals[1:]) if np.isfinite(totals[0])
+                         else (math.nan, math.nan))  # undefined on the means: no interval
+            measured[f"{prefix}_gain_{name}"] = {"value": float(totals[0]), "low": low,
+                                                 "high": high}
     return measured
