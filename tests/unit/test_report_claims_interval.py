@@ -259,6 +259,36 @@ def test_measured_values_carry_their_interval():
     assert table["trivial_note"].iloc[0] == "n/a: the value is measured outside the runs table"
 
 
+def test_a_trivial_value_measured_beside_the_claims_value():
+    """``trivial: measured`` reads the ``trivial`` entry of the measured dict (the dominance
+    measures': the same share for the majority-class predictor's point)."""
+    claims = [_claim(name, value=0.9, comparison="at_least", tolerance=ZERO, trivial="measured",
+                     measure={"metric": "dominated_share", "how": "dominance"})
+              for name in ("met", "failed", "absent")]
+    table = claims_table(claims, None, measured={
+        "met": {"value": 0.95, "low": 0.92, "high": 1.0,
+                "trivial": {"value": 0.93, "low": 0.91, "high": 0.97}},
+        "failed": {"value": 0.95, "low": 0.92, "high": 1.0, "panels": 4,
+                   "trivial": {"value": 0.3, "low": 0.2, "high": 0.4}},
+        "absent": {"value": 0.95, "low": 0.92, "high": 1.0}}).set_index("id")
+    assert table.loc["met", "verdict"] == UNINFORMATIVE
+    assert table.loc["met", "trivial_verdict"] == REPRODUCED
+    assert table.loc["failed", "verdict"] == REPRODUCED
+    assert table.loc["failed", "trivial_value"] == 0.3
+    assert table.loc["absent", "verdict"] == REPRODUCED
+    assert table.loc["absent", "trivial_note"].startswith("n/a: no trivial value measured")
+
+
+def test_a_claim_nothing_measures_says_why_it_was_not_run():
+    claim = _claim("curve_read", measure={"metric": "x", "how": "read off Fig. 5b"},
+                   not_run="no runs-table form reads a curve at a given accuracy")
+    table = claims_table([claim, {**claim, "id": "plain", "not_run": None}],
+                         pd.DataFrame({"dataset": ["p"], "x": [1.0]}))
+    assert list(table["verdict"]) == [
+        "not run: no runs-table form reads a curve at a given accuracy",
+        "not run: no measured value given (not computable from the runs table)"]
+
+
 # ---------------------------------------------------------------- rates: windows, power law
 
 

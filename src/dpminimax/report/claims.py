@@ -52,12 +52,13 @@ the edge: inside for the inclusive comparisons, outside for the strict ones.
 Claim kinds: ``reproduction`` (default; counted), ``consistency`` (true by construction:
 ``fails`` only when its interval, or its value where it has none, is disjoint from the band, as
 an audit is above its DP ceiling only beyond its interval; else ``holds``), ``diagnostic``
-(``measured``, no verdict). A reproduction claim that is reproduced
-or inconclusive is ``uninformative`` when the trivial baseline (the same measure on the runs'
-``trivial_<metric>`` column, or ``trivial: {metric: <column>}``; none with ``trivial: none``
-and ``trivial_reason``) is not ``not reproduced`` itself. Measured values from outside the
-runs table are a float (exact with ``interval: exact``, else without an interval) or
-``{value, low, high}``.
+(``measured``, no verdict). A reproduction claim that is reproduced or inconclusive is
+``uninformative`` when the trivial baseline is not ``not reproduced`` itself: the same measure
+on the runs' ``trivial_<metric>`` column (or ``trivial: {metric: <column>}``), or with
+``trivial: measured`` the ``trivial`` entry of the value measured outside the runs table; none
+with ``trivial: none`` and ``trivial_reason``. A claim that nothing measures says why in
+``not_run``. Measured values from outside the runs table are a float (exact with ``interval:
+exact``, else without an interval) or ``{value, low, high}``.
 """
 
 from __future__ import annotations
@@ -189,9 +190,10 @@ def check_claim(claim: Mapping[str, Any]) -> None:
     if trivial == "none":
         if not str(claim.get("trivial_reason") or "").strip():
             raise ValueError("trivial: none needs a trivial_reason")
-    elif trivial is not None and not (isinstance(trivial, Mapping) and set(trivial) == {"metric"}
-                                      and isinstance(trivial["metric"], str)):
-        raise ValueError(f"trivial must be absent, 'none' or {{metric: <column>}}, "
+    elif trivial not in (None, "measured") and not (
+            isinstance(trivial, Mapping) and set(trivial) == {"metric"}
+            and isinstance(trivial["metric"], str)):
+        raise ValueError(f"trivial must be absent, 'none', 'measured' or {{metric: <column>}}, "
                          f"got {trivial!r}")
     measure = claim.get("measure") or {}
     if "filter" in measure or "agg" in measure:
@@ -327,8 +329,9 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
         found = estimate(measure, runs, interval=interval, seed=claim_seed(claim["id"]))
         source = "runs"
     else:
-        return {**row, "verdict": f"{NOT_RUN}: no measured value given (not computable from "
-                                  "the runs table)"}
+        reason = " ".join(str(claim.get("not_run") or "no measured value given (not "
+                                                   "computable from the runs table)").split())
+        return {**row, "verdict": f"{NOT_RUN}: {reason}"}
     row.update(measured_value=found.value, measured_ci_low=found.low,
                measured_ci_high=found.high, source=source, n_runs=found.n_runs,
                note=found.note, **_rate_columns(found))
@@ -343,7 +346,7 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
         return {**row, "verdict": FAILS if verdict == NOT_REPRODUCED else HOLDS}
     if verdict == INCONCLUSIVE:
         row["seeds_to_decide"] = seeds_to_decide(found, value, comparison, tolerance)
-    trivial, note = _trivial(claim, runs, source, interval)
+    trivial, note = _trivial(claim, runs, source, interval, measured.get(claim["id"]))
     row["trivial_note"] = note
     if trivial is not None:
         trivial_verdict = interval_verdict(trivial.low, trivial.high, value, comparison,
@@ -355,13 +358,20 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
     return {**row, "verdict": verdict}
 
 
-def _trivial(claim: Mapping[str, Any], runs: pd.DataFrame, source: str,
-             interval: str) -> tuple[Estimate | None, str]:
-    """The trivial baseline's estimate (the claim's measure on its trivial column), or None
-    and why there is none."""
+def _trivial(claim: Mapping[str, Any], runs: pd.DataFrame, source: str, interval: str,
+             given: Any = None) -> tuple[Estimate | None, str]:
+    """The trivial baseline's estimate (the claim's measure on its trivial column, or with
+    ``trivial: measured`` the ``trivial`` entry ``{value, low, high}`` of the value measured
+    outside the runs table), or None and why there is none."""
     trivial = claim.get("trivial")
     if trivial == "none":
         return None, f"none: {' '.join(str(claim['trivial_reason']).split())}"
+    if trivial == "measured":
+        entry = given.get("trivial") if isinstance(given, Mapping) else None
+        if not isinstance(entry, Mapping):
+            return None, "n/a: no trivial value measured beside the claim's value"
+        found = _measured_estimate(entry, interval)
+        return (None, f"n/a: {found.reason}") if found.reason else (found, "measured")
     if source != "runs":
         return None, "n/a: the value is measured outside the runs table"
     measure = claim["measure"]
