@@ -223,6 +223,22 @@ def test_an_inconclusive_claim_met_by_the_trivial_baseline_is_uninformative(rate
     assert table["trivial_verdict"].iloc[0] == INCONCLUSIVE
 
 
+def test_one_run_per_group_is_inconclusive_not_uninformative(rate_runs):
+    """One seed gives neither the method nor its trivial output an interval: the trivial
+    output is then judged on its value, so a method far from the band stays inconclusive
+    (DP-DRO's one-seed Table 3 at the default scale) unless the trivial value meets it."""
+    one = rate_runs.loc[rate_runs["seed"] == rate_runs["seed"].min()]
+    claims = [_claim("far", value=0.9, measure={**MEAN, "filter": {"p_n": 1024}},
+                     trivial={"metric": "trivial_err"}),
+              _claim("met", value=0.2, measure={**MEAN, "filter": {"p_n": 1024}},
+                     tolerance={"kind": "absolute", "value": 0.05},
+                     trivial={"metric": "trivial_err"})]
+    table = claims_table(claims, one).set_index("id")
+    assert table.loc["far", "verdict"] == INCONCLUSIVE
+    assert table.loc["far", "trivial_verdict"] == NOT_REPRODUCED
+    assert table.loc["met", "verdict"] == UNINFORMATIVE
+
+
 def test_consistency_and_diagnostic_claims(rate_runs):
     spent = rate_runs.assign(epsilon_spent=0.97)
     claims = [

@@ -349,8 +349,10 @@ def _claim_row(claim: Mapping[str, Any], runs: pd.DataFrame, present: set[str],
     trivial, note = _trivial(claim, runs, source, interval, measured.get(claim["id"]))
     row["trivial_note"] = note
     if trivial is not None:
-        trivial_verdict = interval_verdict(trivial.low, trivial.high, value, comparison,
-                                           tolerance)
+        # without an interval (one run per group) the trivial output is judged on its value
+        low, high = ((trivial.value, trivial.value) if math.isnan(trivial.low)
+                     or math.isnan(trivial.high) else (trivial.low, trivial.high))
+        trivial_verdict = interval_verdict(low, high, value, comparison, tolerance)
         row.update(trivial_value=trivial.value, trivial_ci_low=trivial.low,
                    trivial_ci_high=trivial.high, trivial_verdict=trivial_verdict)
         if verdict != NOT_REPRODUCED and trivial_verdict != NOT_REPRODUCED:
