@@ -18,10 +18,13 @@ from dpminimax.data.registry import write_canonical_sample
 
 pytestmark = pytest.mark.slow
 
-TARGETS = [
-    "results/baselines/train/dpsgd_lr/german-credit/dp_sgd/eps~1/metrics.parquet",
-    "results/racodp/train/fig4_dp/german-credit/racodp/eps~1/metrics.parquet",
-    "results/racodp/train/fig9_low_budget/german-credit/racodp/eps~0.01/metrics.parquet",
+TARGETS = [  # an override's outputs go to a folder of their own
+    "results/override~german-credit/baselines/train/dpsgd_lr/german-credit/dp_sgd/eps~1/"
+    "metrics.parquet",
+    "results/override~german-credit/racodp/train/fig4_dp/german-credit/racodp/eps~1/"
+    "metrics.parquet",
+    "results/override~german-credit/racodp/train/fig9_low_budget/german-credit/racodp/eps~0.01/"
+    "metrics.parquet",
 ]
 
 
