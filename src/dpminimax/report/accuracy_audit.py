@@ -23,7 +23,6 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from dpminimax.report.aggregate import ResultsTableError, require_columns
-from dpminimax.solvers import AUDIT_LEVELS
 
 KEYS = ("dataset", "method", "p_solver", "epsilon", "p_n")
 COLUMNS = ("accuracy_violations", "solver_calls", "allowed_miss_rate")
@@ -57,6 +56,7 @@ def markov_ratio_table(table: pd.DataFrame) -> pd.DataFrame:
     ``consistent`` (the interval's lower end at most the bound), and the runs' largest
     ``markov_iterations`` planned and ``iterations_to_accuracy`` (the first iteration whose
     point met its condition)."""
+    from dpminimax.solvers import AUDIT_LEVELS  # imported here: the figure jobs skip torch
     columns = {"stop": "accuracy_ratio",
                **{level: f"accuracy_ratio_{level}" for level in AUDIT_LEVELS}}
     require_columns(table, (*KEYS, *COLUMNS, *columns.values(), "markov_iterations",
