@@ -30,7 +30,7 @@ from dpminimax.metrics.imbalanced import imbalanced_report, reference_objectives
 
 PRIVATE = ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider")
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "papers" / "dpdro" / "experiments.yaml"
-FIELDS = ("dataset", "method", "epsilon", "seed", "status", "seconds", "noise_multiplier",
+FIELDS = ("dataset", "method", "epsilon", "seed", "tag", "status", "seconds", "noise_multiplier",
           "phi_final", "grad_norm_final", "test_accuracy", "test_auc", "phi_init", "phi_prior",
           "below_init_and_prior", "note")
 
@@ -39,15 +39,28 @@ class OutOfTime(Exception):
     """The wall-time budget was spent during a fit."""
 
 
-def jobs(epsilons):
-    """(method, epsilon, table3 params) in the order they run: each private method at each
-    epsilon, then its control, then SCDRO."""
+def jobs(epsilons, methods, kinds, overrides):
+    """(method, epsilon, table3 params with ``overrides``) in the order they run: each private
+    method of ``methods`` at each epsilon, then its control (``kinds`` picks among "private"
+    and "control"), then SCDRO when ``methods`` names it."""
     table3 = load_experiments(EXPERIMENTS)["experiments"]["table3"]["methods"]
-    for name in PRIVATE:
-        for eps in epsilons:
-            yield name, eps, dict(table3[name]["params"])
-        yield f"{name}_control", math.inf, dict(table3[name]["params"])
-    yield "scdro", math.inf, dict(table3["scdro"]["params"])
+
+    def params(name):
+        return {**table3[name]["params"], **overrides}
+    for name in (m for m in PRIVATE if m in methods):
+        if "private" in kinds:
+            for eps in epsilons:
+                yield name, eps, params(name)
+        if "control" in kinds:
+            yield f"{name}_control", math.inf, params(name)
+    if "scdro" in methods:
+        yield "scdro", math.inf, dict(table3["scdro"]["params"])
+
+
+def override(text: str) -> tuple[str, float | int]:
+    """``key=value`` of ``--set`` (a number; an integer where it reads as one)."""
+    key, _, value = text.partition("=")
+    return key, int(value) if value.lstrip("-").isdigit() else float(value)
 
 
 def fit_rows(data, name, eps, params, seeds, device, deadline, delta):
@@ -99,6 +112,13 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=None, help="subsample each split")
     parser.add_argument("--delta", type=float, default=1.036e-5)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--methods", nargs="+", default=[*PRIVATE, "scdro"])
+    parser.add_argument("--kinds", nargs="+", default=["private", "control"])
+    parser.add_argument("--set", nargs="*", type=override, default=[], metavar="KEY=VALUE",
+                        help="parameters replacing table3's for every method (a tuning probe)")
+    parser.add_argument("--tag", default="table3", help="the rows' tag (names a probe)")
+    parser.add_argument("--curve-rows", type=int, default=512,
+                        help="training rows on which Phi and its gradient are measured")
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget_s
     device = torch.device(args.device)
@@ -108,15 +128,18 @@ def main() -> None:
         writer.writeheader()
         for dataset in args.datasets:
             data = load_dataset(dataset, max_rows=args.max_rows)
-            for name, eps, params in jobs(args.epsilons):
+            for name, eps, params in jobs(args.epsilons, args.methods, args.kinds,
+                                          dict(args.set)):
                 if time.monotonic() > deadline:
                     rows = [{"dataset": dataset, "method": name, "epsilon": eps, "seed": s,
                              "status": "not started", "note": "wall-time budget"}
                             for s in args.seeds]
                 else:
-                    params.update(epochs=args.epochs, eval_every=10**9, curve_rows=512)
+                    params.update(epochs=args.epochs, eval_every=10**9,
+                                  curve_rows=args.curve_rows)
                     rows = fit_rows(data, name, eps, params, args.seeds, device, deadline,
                                     args.delta)
+                rows = [{**row, "tag": args.tag} for row in rows]
                 writer.writerows(rows)
                 stream.flush()
                 for row in rows:
