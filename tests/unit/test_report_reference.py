@@ -1,6 +1,7 @@
 """Reported baselines (RaCO-DP Figs. 4 and 6, spec Appendix B) and the paper's claims file."""
 
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,10 @@ from dpminimax.report.reference import (
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED = ROOT / "papers" / "racodp" / "reference" / "reported_baselines.csv"
 CLAIMS = ROOT / "papers" / "racodp" / "claims.yaml"
-PAPER = Path("/work/shared/papers/000_b56857c7f73849d3.txt")
+#: The papers' full texts, outside the repository: a directory named by DPMINIMAX_PAPERS (the
+#: quotation tests skip without it).
+PAPERS = Path(os.environ.get("DPMINIMAX_PAPERS", "/nonexistent"))
+PAPER = PAPERS / "000_b56857c7f73849d3.txt"
 INF = math.inf
 
 # Rows per (constraint, dataset, epsilon), counted from the tables of spec Appendix B.1 / B.2.
@@ -117,7 +121,7 @@ def test_claims_load_with_their_keys():
     assert by_id["time_adult_racodp"]["value"] == 0.064
 
 
-@pytest.mark.skipif(not PAPER.is_file(), reason="paper text not available")
+@pytest.mark.skipif(not PAPER.is_file(), reason="paper text not available (set DPMINIMAX_PAPERS)")
 def test_every_claim_quotes_the_paper_verbatim():
     paper = " ".join(PAPER.read_text(encoding="utf-8").split())
     for claim in load_claims(CLAIMS):
@@ -141,7 +145,7 @@ def test_load_claims_names_file_claim_and_key(tmp_path):
 
 DPFERMI_REPORTED = ROOT / "papers" / "dpfermi" / "reference" / "reported_baselines.csv"
 DPFERMI_CLAIMS = ROOT / "papers" / "dpfermi" / "claims.yaml"
-DPFERMI_PAPER = Path("/work/shared/papers/001_6435a04e7d0e2967.txt")
+DPFERMI_PAPER = PAPERS / "001_6435a04e7d0e2967.txt"
 DPFERMI_SOURCE = "DP-FERMI repository (Gupta 2023) Figures/*.pt, decoded in spec 001 §8.3"
 # Points per (constraint, dataset, epsilon), counted in the tables of spec 001 §8.3: the same
 # panels as RaCO-DP's Appendix B (EXPECTED_ROWS) plus Fig. 5 (UTK-Face, DP-FERMI only).
@@ -232,7 +236,8 @@ def test_dpfermi_claims_load_with_the_papers_numbers():
     assert all(c["measure"]["metric"] and c["measure"]["how"] for c in claims.values())
 
 
-@pytest.mark.skipif(not DPFERMI_PAPER.is_file(), reason="paper text not available")
+@pytest.mark.skipif(not DPFERMI_PAPER.is_file(),
+                    reason="paper text not available (set DPMINIMAX_PAPERS)")
 def test_every_dpfermi_claim_quotes_the_paper_verbatim():
     paper = " ".join(DPFERMI_PAPER.read_text(encoding="utf-8").split())
     for claim in load_claims(DPFERMI_CLAIMS):
