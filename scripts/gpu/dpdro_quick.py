@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", type=override, default=[], metavar="KEY=VALUE",
                         help="parameters replacing table3's for every method (a tuning probe)")
     parser.add_argument("--tag", default="table3", help="the rows' tag (names a probe)")
-    parser.add_argument("--curve-rows", type=int, default=512,
+    parser.add_argument("--curve-rows", type=int, default=4096,
                         help="training rows on which Phi and its gradient are measured")
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget_s
