@@ -102,8 +102,9 @@ def test_a_constant_predictor_is_flagged(pipeline, tmp_path, caplog):
               "params": {"lr": 0.0, "batch_size": 128, "epochs": 1}}
     with caplog.at_level("WARNING", logger="dpminimax"):
         table = api.train(config, root / "data", tmp_path / "flat")
-    assert table["degenerate_predictor"].all()
+    assert table["degenerate_predictor"].all() and table["below_majority"].all()
     assert "constant predictor" in caplog.text
+    assert "not better than the majority class" in caplog.text
 
 
 @pytest.mark.parametrize("lr", [3e38])  # finite, but the weights overflow float32

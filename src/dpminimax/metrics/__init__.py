@@ -1,7 +1,9 @@
-"""Evaluation metrics: classification quality, ranking (ROC / AUC) and fairness violations."""
+"""Evaluation metrics: classification quality (and the gain over the majority class), ranking
+(ROC / AUC) and fairness violations."""
 
 from dpminimax.metrics.classification import (
     accuracy,
+    majority_gain_lower_bound,
     misclassification_error,
     roc_auc,
     roc_curve,
@@ -18,6 +20,7 @@ __all__ = [
     "classification_report",
     "demographic_parity_violation",
     "equalized_odds_violation",
+    "majority_gain_lower_bound",
     "misclassification_error",
     "roc_auc",
     "roc_curve",

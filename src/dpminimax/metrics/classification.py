@@ -1,4 +1,5 @@
-"""Classification quality and ranking metrics: accuracy, ROC curve, AUC, TPR at a fixed FPR.
+"""Classification quality and ranking metrics: accuracy, the gain over the majority-class
+predictor with its lower confidence bound, ROC curve, AUC, TPR at a fixed FPR.
 
 Scores rank examples: an example is predicted positive at threshold ``t`` when ``score >= t``.
 Tied scores cross every threshold together, so the ROC curve never splits a tie (it jumps
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import rankdata
+from scipy.stats import beta, rankdata
 
 
 def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
@@ -22,6 +23,25 @@ def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 def misclassification_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """1 - accuracy (the x-axis of every DP-FERMI trade-off plot, spec 001 §7)."""
     return 1.0 - accuracy(y_true, y_pred)
+
+
+def majority_gain_lower_bound(y_true: ArrayLike, y_pred: ArrayLike, majority: int,
+                              alpha: float = 0.05) -> float:
+    """One-sided ``1 - alpha`` lower confidence bound on the accuracy of ``y_pred`` minus that
+    of the constant predictor of ``majority``, from the same test rows (issue 38 item 4).
+
+    Paired, hence the exact McNemar test (a sign test on the discordant rows): of the
+    ``d = b + c`` rows where exactly one predictor is right (``b``: only ``y_pred``), the
+    Clopper-Pearson lower bound ``pi_low`` on ``b / d`` gives ``d / n * (2 pi_low - 1)``
+    (0 when ``d = 0``). It is > 0 exactly when the one-sided exact McNemar test rejects "no
+    better than the majority" at level ``alpha``; one beta quantile, O(n).
+    """
+    y_true, y_pred = _same_length(y_true, y_pred)
+    right, majority_right = y_pred == y_true, y_true == majority
+    b = int(np.sum(right & ~majority_right))
+    d = b + int(np.sum(~right & majority_right))
+    pi_low = float(beta.ppf(alpha, b, d - b + 1)) if b > 0 else 0.0
+    return d / y_true.size * (2 * pi_low - 1) if d > 0 else 0.0
 
 
 def roc_curve(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

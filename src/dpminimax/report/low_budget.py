@@ -3,7 +3,8 @@ budgets (the paper: epsilon in {0.01, 0.1, 1}, Adult, demographic parity, 95% CI
 
 One panel per dataset; one series per epsilon (a colour each), traced over the constraint target
 gamma: x = test misclassification error, y = the test violation, each point the mean over seeds
-with 95% Student-t error bars in x and y (the summaries of :func:`.tradeoff.plot_tradeoff`).
+with 95% Student-t error bars in x and y (the summaries of :func:`.tradeoff.plot_tradeoff`),
+hollow where a run is not better than the majority class (``below_majority``).
 
 Under sound accounting a tiny budget buys very few steps (spec 000 §12 item 23: about five at
 epsilon = 0.01 on Adult), so each series' label states the step count T its runs were given
@@ -31,6 +32,7 @@ from dpminimax.report.tradeoff import (
     _our_summary,
     draw_majority,
 )
+from dpminimax.report.trivial import draw_hollow
 
 STEPS_COLUMN = "p_steps"
 
@@ -62,6 +64,7 @@ def plot_low_budget(df: pd.DataFrame, *, violation: str, out_paths: Sequence[str
                             elinewidth=0.9, label=_label(eps, here),
                             xerr=[line["x"] - line["x_low"], line["x_high"] - line["x"]],
                             yerr=[line["y"] - line["y_low"], line["y_high"] - line["y"]])
+                draw_hollow(ax, line, colours[eps], "o", markersize=4.5)
             draw_majority(ax, df, violation, dataset)
             ax.set_title(dataset)
             ax.set_xlabel(ERROR_AXIS_LABEL)

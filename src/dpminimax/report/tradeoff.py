@@ -10,7 +10,8 @@ each panel:
   single marker per panel;
 * our non-private runs (``epsilon = inf``), drawn dotted in every panel of their dataset;
 * the trivial baseline, the majority-class predictor of the runs' training labels (the runs'
-  ``trivial_test_error`` and ``trivial_<violation>``, which is 0): a grey cross;
+  ``trivial_test_error`` and ``trivial_<violation>``, which is 0): a grey cross; a point with
+  a run not better than it (``below_majority``) is hollow;
 * the baselines the paper copied from the DP-FERMI repository (:func:`.reference.load_reported`,
   spec Appendix B) at the same dataset, epsilon and constraint: dashed lines, hollow markers and
   their [lower, upper] violation band, labelled ``"<method> (reported)"``.
@@ -42,7 +43,14 @@ from dpminimax.report.style import (
     paper_style,
     series_styles,
 )
-from dpminimax.report.trivial import draw_trivial_points, has_trivial, trivial_label
+from dpminimax.report.trivial import (
+    below_majority_points,
+    draw_hollow,
+    draw_trivial_points,
+    has_trivial,
+    trivial_label,
+)
+from dpminimax.trivial import BELOW_MAJORITY
 from dpminimax.trivial import column as trivial_column
 
 ERROR_AXIS_LABEL = "Misclassification error"
@@ -143,9 +151,10 @@ def draw_majority(ax: Axes, df: pd.DataFrame, violation: str, dataset: str) -> N
 def _our_summary(df: pd.DataFrame, violation: str) -> pd.DataFrame:
     """Mean and 95% interval of test error and violation per (dataset, method, epsilon, trace
     value: see :data:`TRACE_PARAMETERS`),
-    wide: ``x, x_low, x_high, y, y_low, y_high`` (NaN interval with one seed)."""
+    wide: ``x, x_low, x_high, y, y_low, y_high`` (NaN interval with one seed), and
+    ``below_majority``: a run of the point is not better than the majority class."""
     columns = ["dataset", "method", "epsilon", "x", "x_low", "x_high", "y", "y_low", "y_high",
-               TRACE_COLUMN]
+               TRACE_COLUMN, BELOW_MAJORITY]
     if df.empty:
         return pd.DataFrame(columns=columns)
     df = df.copy()
@@ -167,6 +176,7 @@ def _our_summary(df: pd.DataFrame, violation: str) -> pd.DataFrame:
     out = x.merge(y, on=by, suffixes=("_x", "_y"))  # NaN gamma keys match each other
     out = out.rename(columns={"mean_x": "x", "ci_low_x": "x_low", "ci_high_x": "x_high",
                               "mean_y": "y", "ci_low_y": "y_low", "ci_high_y": "y_high"})
+    out = out.merge(below_majority_points(df, by), on=by, how="left")
     return out.loc[out["x"].notna() & out["y"].notna(), columns].reset_index(drop=True)
 
 
@@ -214,7 +224,8 @@ def _draw_panel(ax: Axes, ours: pd.DataFrame, theirs: pd.DataFrame,
 
 def _draw_ours(ax: Axes, rows: pd.DataFrame, style: SeriesStyle, *, private: bool,
                nonprivate: bool) -> None:
-    """One curve over gamma (a single marker without gamma) with x and y error bars."""
+    """One curve over gamma (a single marker without gamma) with x and y error bars; hollow
+    markers where a run is below the majority class."""
     if rows.empty:
         return
     rows = rows.sort_values(TRACE_COLUMN)
@@ -227,6 +238,7 @@ def _draw_ours(ax: Axes, rows: pd.DataFrame, style: SeriesStyle, *, private: boo
     ax.plot(rows["x"], rows["y"], color=colour, marker=style.marker,
             linestyle=linestyle if traced else "none", label=label, zorder=4,
             alpha=1.0 if private else 0.75)
+    draw_hollow(ax, rows, colour, style.marker)
     bars = rows.loc[np.isfinite(rows["x_low"]) & np.isfinite(rows["y_low"])]
     if not bars.empty:
         ax.errorbar(bars["x"], bars["y"],

@@ -4,7 +4,9 @@ beside the methods, the same metric of the task's data-independent output (the r
 ``"trivial: <output>"`` (``trivial: x0 = 0``, ``trivial: initial model``): a line or a level
 over a curve's x axis, a marked point in a trade-off panel, a dashed box around every cell of
 a heat map whose method is no better than it. A figure draws nothing where the runs have no
-trivial column for its metric (a cost, a privacy measure).
+trivial column for its metric (a cost, a privacy measure). A trade-off point with a
+classification run not better than the majority class (``below_majority``, issue 38 item 4)
+is drawn hollow (:func:`draw_hollow`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from dpminimax.trivial import OUTPUT, column
+from dpminimax.trivial import BELOW_MAJORITY, OUTPUT, column
 
 TRIVIAL_COLOUR = "#606060"
 TRIVIAL_DASHES = (0, (5, 2))
 #: Side of a heat-map cell's box (inside a violation's box of :mod:`.rate_maps`, 0.92).
 CELL_BOX = 0.78
+HOLLOW_LABEL = "hollow: ≥ 1 run not better than the majority class (McNemar, 95%)"
 
 
 def has_trivial(table: pd.DataFrame, metric: str) -> bool:
@@ -80,3 +83,25 @@ def box_cells_no_better(ax: Axes, values: np.ndarray, trivial: np.ndarray,
                                    linestyle="--", linewidth=1.4))
     ax.plot([], [], color=TRIVIAL_COLOUR, linestyle="--",
             label=f"{label} (dashed box: no better than it)")
+
+
+def below_majority_points(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per group of ``by``: whether any of its runs is ``below_majority`` (False where the runs
+    do not say)."""
+    flags = (table[BELOW_MAJORITY].eq(True) if BELOW_MAJORITY in table
+             else pd.Series(False, index=table.index))
+    return (table.assign(**{BELOW_MAJORITY: flags}).groupby(list(by), dropna=False)
+            [BELOW_MAJORITY].any().reset_index())
+
+
+def draw_hollow(ax: Axes, points: pd.DataFrame, color: object, marker: str,
+                markersize: float | None = None) -> None:
+    """Hollow (white-faced) markers over the drawn points ``x, y`` of ``points`` whose
+    ``below_majority`` is set, and one legend entry :data:`HOLLOW_LABEL`."""
+    flagged = points.loc[points[BELOW_MAJORITY].eq(True)]
+    if flagged.empty:
+        return
+    ax.plot(flagged["x"], flagged["y"], color=color, marker=marker, markersize=markersize,
+            markerfacecolor="white", linestyle="none", zorder=5, label="_nolegend_")
+    ax.plot([], [], color=TRIVIAL_COLOUR, marker="o", markerfacecolor="white",
+            linestyle="none", label=HOLLOW_LABEL)
