@@ -92,6 +92,7 @@ def test_student_t_interval_of_a_single_configuration():
 def test_one_run_gives_no_interval_and_no_decision():
     board, pairs = _board(_runs({"a": [0.1], "b": [0.3]}))
     assert np.isnan(_row(board, "a")["low"]) and _row(board, "a")["undecided"] == 2
+    assert pd.isna(_row(board, "a")["beats_trivial"])  # not shown worse either
     assert set(pairs["outcome"]) == {"n/a"}
 
 

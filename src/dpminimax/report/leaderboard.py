@@ -30,7 +30,7 @@ number of rows with a strictly better score (on the seed means), its rank interv
 bootstrap interval of the difference of their scores lies entirely on the better side of 0,
 *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
 interval. A method that does not win against the trivial baseline is marked
-``beats_trivial = False``.
+``beats_trivial = False`` (empty where either has no interval).
 """
 
 from __future__ import annotations
@@ -207,8 +207,8 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
     values = [metric, *([family.budget] if family.budget else [])]
     points = part[["method", *values]].assign(config=configurations(part))
     trivial = [trivial_column(v) for v in values]
-    if all(c in part.columns for c in trivial) and part[trivial].notna().all(axis=None):
-        points = pd.concat([points, part[trivial].set_axis(values, axis=1)
+    if all(c in part.columns for c in trivial) and part[trivial].notna().all(axis=1).any():
+        points = pd.concat([points, part[trivial].dropna().set_axis(values, axis=1)
                             .assign(method=TRIVIAL, config=TRIVIAL)], ignore_index=True)
     points[metric] = sign * points[metric]  # a loss: smaller is better
     groups, means = resampled_means(points, ["method", "config"], values, draws, seed)
@@ -251,6 +251,7 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
             row["loses_to"] = ";".join(o for o in methods
                                        if o != m and outcome[m, o] == "loss")
             row["beats_trivial"] = (None if m == TRIVIAL or TRIVIAL not in methods
+                                    or outcome[m, TRIVIAL] == "n/a"
                                     else outcome[m, TRIVIAL] == "win")
             board.append(row)
     return pd.DataFrame(board), pd.DataFrame(pair)
