@@ -482,12 +482,11 @@ def _compare(args: argparse.Namespace) -> None:
     board.to_csv(table, index=False)
     summary = out / "summary.md"
     summary.write_text(lb.summary_markdown(board, pairs, args.family, metric))
-    cells = board.groupby([*family.cell, "epsilon", "budget"], dropna=False)
+    verdicts = lb.verdicts(board, pairs, family, metric)
+    clear = verdicts[verdicts["verdict"] == lb.CLEAR_WIN]
     _print({"family": args.family, "metric": metric, "runs": len(rows), "dropped": dropped,
-            "cells": cells.ngroups, "methods": sorted(set(board["method"])),
-            "clear_winners": int(sum((rows_["rank"].eq(1) & rows_["losses"].eq(0)
-                                      & rows_["ties"].eq(0) & rows_["undecided"].eq(0)).any()
-                                     for _, rows_ in cells)),
+            "cells": len(verdicts), "methods": sorted(set(board["method"])),
+            "clear_wins": clear["leader"].value_counts().to_dict(),
             "leaderboard": str(table), "summary": str(summary)})
 
 

@@ -145,13 +145,13 @@ def test_compare_cli_end_to_end(tmp_path, capsys):
     assert main(["compare", str(table), "--family", "kl_dro", "--metric", "dro_objective",
                  "--out", str(out), "--draws", "400"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["cells"] == 1 and printed["clear_winners"] == 0 and printed["runs"] == 20
+    assert printed["cells"] == 1 and printed["clear_wins"] == {} and printed["runs"] == 20
     board = pd.read_csv(out / "leaderboard_kl_dro.csv")
     assert board.loc[board["method"] == "clear", "rank"].item() == 1
     assert not board.loc[board["method"] == "worse", "beats_trivial"].item()
     summary = (out / "summary.md").read_text()
     assert "| dataset=mnist-st, epsilon=1 | - | clear | 0.1 [" in summary
-    assert "top group tied: clear, close" in summary and "| worse |" in summary
+    assert "| tied: clear, close | close: 0.002 [" in summary and "| worse | - |" in summary
 
 
 def test_compare_cli_refuses_tables_of_different_splits(tmp_path, capsys):
@@ -169,3 +169,27 @@ def test_compare_cli_refuses_tables_of_different_splits(tmp_path, capsys):
     assert exit_.value.code == 2
     assert "dpminimax compare: error: split: the runs of dataset=mnist-st, epsilon=1.0 have " \
            "2 values (aaaa, bbbb)" in capsys.readouterr().err
+
+
+def test_verdicts_name_the_clear_winner_its_margin_and_the_unreached():
+    objective = {k: v for k, v in OBJECTIVE.items() if k != "close"}
+    board, pairs = _board(_runs(objective))
+    (verdict,) = lb.verdicts(board, pairs, KL, "dro_objective").to_dict("records")
+    assert verdict["leader"] == "clear" and verdict["verdict"] == lb.CLEAR_WIN
+    assert verdict["next"] == "middle" and verdict["ahead_by"] == pytest.approx(0.10)
+    assert 0 < verdict["ahead_low"] <= 0.10 <= verdict["ahead_high"]
+    assert verdict["not_better_than_trivial"] == "worse"
+    board, pairs = _board(_runs())
+    (verdict,) = lb.verdicts(board, pairs, KL, "dro_objective").to_dict("records")
+    assert verdict["verdict"] == "tied: clear, close" and verdict["next"] == "close"
+    # a method that cannot reach a violation budget is listed, not ranked
+    family = lb.FAMILIES["fair_classification"]
+    runs = _runs(objective).assign(paper="racodp", test_error=lambda t: t["dro_objective"],
+                                   trivial_test_error=TRIVIAL_OBJECTIVE, trivial_dp_violation=0.0,
+                                   dp_violation=lambda t: np.where(t["method"] == "clear", 0.3,
+                                                                   0.01))
+    board, pairs = lb.leaderboard(lb.select(runs, family, "test_error")[0], family,
+                                  "test_error")
+    at = lb.verdicts(board, pairs, family, "test_error").set_index("budget")
+    assert at.loc[0.1, "leader"] == "middle" and at.loc[0.1, "not_reaching_budget"] == "clear"
+    assert at.loc[0.1, "verdict"] == lb.CLEAR_WIN  # "clear" is out of reach, not undecided

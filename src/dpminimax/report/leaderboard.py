@@ -29,8 +29,8 @@ number of rows with a strictly better score (on the seed means), its rank interv
 97.5 percentiles of the ranks over the draws. Against every other row it *wins* when the
 bootstrap interval of the difference of their scores lies entirely on the better side of 0,
 *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
-interval. A method that does not win against the trivial baseline is marked
-``beats_trivial = False`` (empty where either has no interval).
+interval or does not reach the budget. A method that does not win against the trivial
+baseline is marked ``beats_trivial = False`` (empty where either has no interval).
 """
 
 from __future__ import annotations
@@ -295,47 +295,79 @@ def _interval(part: pd.DataFrame, metric: str, method: str, scores: np.ndarray,
     return widened_percentiles(scores[1:], scores[0])
 
 
+#: The verdict of a cell whose leader wins against every other method reaching the budget.
+CLEAR_WIN = "wins against every method"
+
+
+def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
+             metric: str) -> pd.DataFrame:
+    """Which method wins where and by how much, one row per cell and budget: the leader and
+    its value, whether it wins against every other method that reaches the budget
+    (:data:`CLEAR_WIN`) or which are tied with it (or undecided), its margin over the next
+    with the difference's interval, the methods not shown better than the trivial baseline
+    and those that do not reach the budget."""
+    cell = [*family.cell, "epsilon"]
+    flip = 1.0 if higher_is_better(metric) else -1.0  # how much better the leader is
+    out = []
+    for key, rows in board.groupby([*cell, "budget"], dropna=False, sort=True):
+        *where, budget = key
+        methods = rows[rows["method"] != TRIVIAL]
+        ranked = methods.dropna(subset=["value"]).sort_values(["rank", "method"])
+        if ranked.empty:
+            continue
+        leader, others = ranked.iloc[0], list(ranked["method"].iloc[1:])
+        outcome = pairs[_same(pairs, cell, where, budget)
+                        & (pairs["method"] == leader["method"])].set_index("other")
+        mine = [outcome.loc[o, "outcome"] for o in others]
+        if not others:
+            verdict = "only method"
+        elif all(o == "win" for o in mine):
+            verdict = CLEAR_WIN
+        elif "n/a" in mine:
+            verdict = "undecided (no interval): " + ", ".join(
+                o for o, r in zip(others, mine, strict=True) if r == "n/a")
+        else:
+            verdict = "tied: " + ", ".join([leader["method"], *(
+                o for o, r in zip(others, mine, strict=True) if r == "tie")])
+        row = {**dict(zip(cell, where, strict=True)), "budget": budget,
+               "leader": leader["method"], "value": leader["value"], "low": leader["low"],
+               "high": leader["high"], "verdict": verdict, "next": None,
+               "ahead_by": math.nan, "ahead_low": math.nan, "ahead_high": math.nan}
+        if others:
+            p = outcome.loc[others[0]]
+            low, high = sorted((flip * p["low"], flip * p["high"]))
+            row.update({"next": others[0], "ahead_by": flip * p["difference"],
+                        "ahead_low": low, "ahead_high": high})
+        row["not_better_than_trivial"] = ", ".join(
+            ranked.loc[ranked["beats_trivial"] == False, "method"])  # noqa: E712
+        row["not_reaching_budget"] = ", ".join(methods.loc[methods["value"].isna(), "method"])
+        out.append(row)
+    return pd.DataFrame(out)
+
+
 def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
                      metric: str) -> str:
-    """Which method wins where and by how much, with intervals (the leaderboards' summary)."""
+    """The leaderboards' summary (:func:`verdicts`) as markdown."""
     family = FAMILIES[family_name]
     cell = [*family.cell, "epsilon"]
     better = "higher" if higher_is_better(metric) else "lower"
     lines = [f"# Leaderboard summary: {family_name}", "",
              f"Metric: `{metric}` ({better} is better)"
-             + (f", within a `{family.budget}` budget" if family.budget else "")
-             + ". Mean over seeds with a 95% bootstrap interval; a win is a pairwise "
-               "difference whose interval excludes 0.", "",
-             "| cell | budget | leader | value [95%] | verdict | margin over the next [95%] "
-             "| no better than trivial |", "|---|---|---|---|---|---|---|"]
-    for key, rows in board.groupby([*cell, "budget"], dropna=False, sort=True):
-        *where, budget = key
-        ranked = rows[rows["method"] != TRIVIAL].dropna(subset=["value"]).sort_values("rank")
-        if ranked.empty:
-            continue
-        leader = ranked.iloc[0]
-        others = ranked.iloc[1:]
-        if len(others) and leader["wins"] == len(rows) - 1:
-            verdict = "wins against every row"
-        elif not len(others):
-            verdict = "only method"
-        else:
-            top = ranked[(ranked["losses"] == 0) & (ranked["undecided"] == 0)]["method"]
-            verdict = ("undecided (no interval)" if leader["undecided"] else
-                       "top group tied: " + ", ".join(top))
-        margin = ""
-        if len(others):
-            runner = others.iloc[0]["method"]
-            p = pairs[(pairs["method"] == leader["method"]) & (pairs["other"] == runner)
-                      & _same(pairs, cell, where, budget)].iloc[0]
-            flip = 1.0 if higher_is_better(metric) else -1.0  # how much better the leader is
-            low, high = sorted((flip * p["low"], flip * p["high"]))
-            margin = f"{runner}: {_fmt(flip * p['difference'], low, high)}"
-        weak = ", ".join(ranked.loc[ranked["beats_trivial"] == False, "method"])  # noqa: E712
-        where_text = ", ".join(f"{c}={_num(v)}" for c, v in zip(cell, where, strict=True))
-        lines.append(f"| {where_text} | {_num(budget) if not pd.isna(budget) else '-'} | "
-                     f"{leader['method']} | {_fmt(leader['value'], leader['low'], leader['high'])}"
-                     f" | {verdict} | {margin} | {weak or '-'} |")
+             + (f", the best within a `{family.budget}` budget" if family.budget else "")
+             + "; a method's best configuration, mean over seeds, 95% bootstrap interval. "
+               "A win: the difference's interval excludes 0. Trivial: `trivial_"
+             + metric + "`.", "",
+             "| cell | budget | leader | value [95%] | verdict | ahead of the next by [95%] "
+             "| not better than trivial | not reaching the budget |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, v in verdicts(board, pairs, family, metric).iterrows():
+        where = ", ".join(f"{c}={_num(v[c])}" for c in cell)
+        ahead = (f"{v['next']}: {_fmt(v['ahead_by'], v['ahead_low'], v['ahead_high'])}"
+                 if v["next"] else "")
+        lines.append(f"| {where} | {'-' if pd.isna(v['budget']) else _num(v['budget'])} | "
+                     f"{v['leader']} | {_fmt(v['value'], v['low'], v['high'])} | "
+                     f"{v['verdict']} | {ahead} | {v['not_better_than_trivial'] or '-'} | "
+                     f"{v['not_reaching_budget'] or '-'} |")
     return "\n".join(lines) + "\n"
 
 
