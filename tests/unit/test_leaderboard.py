@@ -193,3 +193,11 @@ def test_verdicts_name_the_clear_winner_its_margin_and_the_unreached():
     at = lb.verdicts(board, pairs, family, "test_error").set_index("budget")
     assert at.loc[0.1, "leader"] == "middle" and at.loc[0.1, "not_reaching_budget"] == "clear"
     assert at.loc[0.1, "verdict"] == lb.CLEAR_WIN  # "clear" is out of reach, not undecided
+
+
+def test_a_score_undefined_on_the_seed_means_has_no_interval():
+    # out of the budget's reach on the means, within it on most resamples: still no interval
+    draws = np.array([np.nan, 0.2, 0.3, np.nan, 0.25])
+    assert all(np.isnan(lb._bootstrap_interval(draws)))
+    assert all(np.isnan(lb._rank_interval(np.array([np.nan, 1.0, 1.0, 2.0]))))
+    assert lb._bootstrap_interval(np.array([0.2, 0.1, 0.3])) == pytest.approx((0.105, 0.295))

@@ -228,7 +228,7 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
             for j, other in enumerate(methods):
                 if i != j:
                     diff = scores[i, :, b] - scores[j, :, b]
-                    low, high = widened_percentiles(diff[1:], diff[0])
+                    low, high = _bootstrap_interval(diff)
                     result = ("n/a" if math.isnan(low) else "win" if high < 0
                               else "loss" if low > 0 else "tie")
                     outcome[a, other] = result
@@ -243,7 +243,7 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
                    "runs": int(sizes[(groups["method"] == m).to_numpy()].sum()),
                    "value": sign * value, "low": min(sign * low, sign * high),
                    "high": max(sign * low, sign * high), "rank": ranks[i, 0, b],
-                   **dict(zip(("rank_low", "rank_high"), _rank_interval(ranks[i, 1:, b]),
+                   **dict(zip(("rank_low", "rank_high"), _rank_interval(ranks[i, :, b]),
                               strict=True))}
             mine = [outcome[m, o] for o in methods if o != m]
             row.update({name: mine.count(o) for o, name in OUTCOMES.items()})
@@ -275,6 +275,11 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def _rank_interval(ranks: np.ndarray) -> tuple[float, float]:
+    """The 2.5 and 97.5 percentiles of the ranks over the draws (``ranks[1:]``); NaN when the
+    rank on the seed means (``ranks[0]``) is undefined or most draws are."""
+    if math.isnan(ranks[0]):
+        return math.nan, math.nan
+    ranks = ranks[1:]
     finite = ranks[np.isfinite(ranks)]
     if finite.size < ranks.size / 2 or finite.size == 0:
         return math.nan, math.nan
@@ -292,7 +297,15 @@ def _interval(part: pd.DataFrame, metric: str, method: str, scores: np.ndarray,
             sign = -1.0 if higher_is_better(metric) else 1.0
             low, high = t_interval(sign * rows[metric].to_numpy(float))
             return low, high
-    return widened_percentiles(scores[1:], scores[0])
+    return _bootstrap_interval(scores)
+
+
+def _bootstrap_interval(draws: np.ndarray) -> tuple[float, float]:
+    """The bootstrap interval of a statistic (row 0: its value on the seed means; NaN there,
+    a method out of the budget's reach, has no interval)."""
+    if math.isnan(draws[0]):
+        return math.nan, math.nan
+    return widened_percentiles(draws[1:], draws[0])
 
 
 #: The verdict of a cell whose leader wins against every other method reaching the budget.
@@ -314,6 +327,9 @@ def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
         methods = rows[rows["method"] != TRIVIAL]
         ranked = methods.dropna(subset=["value"]).sort_values(["rank", "method"])
         if ranked.empty:
+            out.append({**dict(zip(cell, where, strict=True)), "budget": budget,
+                        "verdict": "no method reaches the budget",
+                        "not_reaching_budget": ", ".join(methods["method"])})
             continue
         leader, others = ranked.iloc[0], list(ranked["method"].iloc[1:])
         outcome = pairs[_same(pairs, cell, where, budget)
@@ -363,11 +379,12 @@ def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
     for _, v in verdicts(board, pairs, family, metric).iterrows():
         where = ", ".join(f"{c}={_num(v[c])}" for c in cell)
         ahead = (f"{v['next']}: {_fmt(v['ahead_by'], v['ahead_low'], v['ahead_high'])}"
-                 if v["next"] else "")
+                 if isinstance(v["next"], str) else "")
+        value = _fmt(v["value"], v["low"], v["high"]) if isinstance(v["leader"], str) else "-"
         lines.append(f"| {where} | {'-' if pd.isna(v['budget']) else _num(v['budget'])} | "
-                     f"{v['leader']} | {_fmt(v['value'], v['low'], v['high'])} | "
-                     f"{v['verdict']} | {ahead} | {v['not_better_than_trivial'] or '-'} | "
-                     f"{v['not_reaching_budget'] or '-'} |")
+                     f"{v['leader'] if isinstance(v['leader'], str) else '-'} | {value} | "
+                     f"{v['verdict']} | {ahead} | {_text(v['not_better_than_trivial'])} | "
+                     f"{_text(v['not_reaching_budget'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -382,6 +399,10 @@ def _fmt(value: float, low: float, high: float) -> str:
     if math.isnan(low):
         return f"{value:.4g} [no interval]"
     return f"{value:.4g} [{low:.4g}, {high:.4g}]"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) and value else "-"
 
 
 def _num(value) -> str:
