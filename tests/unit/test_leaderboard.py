@@ -92,7 +92,7 @@ def test_student_t_interval_of_a_single_configuration():
 def test_one_run_gives_no_interval_and_no_decision():
     board, pairs = _board(_runs({"a": [0.1], "b": [0.3]}))
     assert np.isnan(_row(board, "a")["low"]) and _row(board, "a")["undecided"] == 2
-    assert pd.isna(_row(board, "a")["beats_trivial"])  # not shown worse either
+    assert _row(board, "a")["beats_trivial"] is False  # not shown better than the trivial
     assert set(pairs["outcome"]) == {"n/a"}
 
 
@@ -178,7 +178,7 @@ def test_verdicts_name_the_clear_winner_its_margin_and_the_unreached():
     assert verdict["leader"] == "clear" and verdict["verdict"] == lb.CLEAR_WIN
     assert verdict["next"] == "middle" and verdict["ahead_by"] == pytest.approx(0.10)
     assert 0 < verdict["ahead_low"] <= 0.10 <= verdict["ahead_high"]
-    assert verdict["not_better_than_trivial"] == "worse"
+    assert verdict["not_shown_better_than_trivial"] == "worse"
     board, pairs = _board(_runs())
     (verdict,) = lb.verdicts(board, pairs, KL, "dro_objective").to_dict("records")
     assert verdict["verdict"] == "tied: clear, close" and verdict["next"] == "close"

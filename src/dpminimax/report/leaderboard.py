@@ -29,8 +29,8 @@ number of rows with a strictly better score (on the seed means), its rank interv
 97.5 percentiles of the ranks over the draws. Against every other row it *wins* when the
 bootstrap interval of the difference of their scores lies entirely on the better side of 0,
 *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
-interval or does not reach the budget. A method that does not win against the trivial
-baseline is marked ``beats_trivial = False`` (empty where either has no interval).
+interval or does not reach the budget. A method not shown better than the trivial baseline
+(no win against it, for want of an interval too) is marked ``beats_trivial = False``.
 """
 
 from __future__ import annotations
@@ -251,7 +251,6 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
             row["loses_to"] = ";".join(o for o in methods
                                        if o != m and outcome[m, o] == "loss")
             row["beats_trivial"] = (None if m == TRIVIAL or TRIVIAL not in methods
-                                    or outcome[m, TRIVIAL] == "n/a"
                                     else outcome[m, TRIVIAL] == "win")
             board.append(row)
     return pd.DataFrame(board), pd.DataFrame(pair)
@@ -317,8 +316,8 @@ def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
     """Which method wins where and by how much, one row per cell and budget: the leader and
     its value, whether it wins against every other method that reaches the budget
     (:data:`CLEAR_WIN`) or which are tied with it (or undecided), its margin over the next
-    with the difference's interval, the methods not shown better than the trivial baseline
-    and those that do not reach the budget."""
+    with the difference's interval, the methods within reach not shown better than the trivial
+    baseline and those that do not reach the budget."""
     cell = [*family.cell, "epsilon"]
     flip = 1.0 if higher_is_better(metric) else -1.0  # how much better the leader is
     out = []
@@ -354,7 +353,7 @@ def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
             low, high = sorted((flip * p["low"], flip * p["high"]))
             row.update({"next": others[0], "ahead_by": flip * p["difference"],
                         "ahead_low": low, "ahead_high": high})
-        row["not_better_than_trivial"] = ", ".join(
+        row["not_shown_better_than_trivial"] = ", ".join(
             ranked.loc[ranked["beats_trivial"] == False, "method"])  # noqa: E712
         row["not_reaching_budget"] = ", ".join(methods.loc[methods["value"].isna(), "method"])
         out.append(row)
@@ -374,7 +373,7 @@ def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
                "A win: the difference's interval excludes 0. Trivial: `trivial_"
              + metric + "`.", "",
              "| cell | budget | leader | value [95%] | verdict | ahead of the next by [95%] "
-             "| not better than trivial | not reaching the budget |",
+             "| not shown better than trivial | not reaching the budget |",
              "|---|---|---|---|---|---|---|---|"]
     for _, v in verdicts(board, pairs, family, metric).iterrows():
         where = ", ".join(f"{c}={_num(v[c])}" for c in cell)
@@ -383,7 +382,7 @@ def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
         value = _fmt(v["value"], v["low"], v["high"]) if isinstance(v["leader"], str) else "-"
         lines.append(f"| {where} | {'-' if pd.isna(v['budget']) else _num(v['budget'])} | "
                      f"{v['leader'] if isinstance(v['leader'], str) else '-'} | {value} | "
-                     f"{v['verdict']} | {ahead} | {_text(v['not_better_than_trivial'])} | "
+                     f"{v['verdict']} | {ahead} | {_text(v['not_shown_better_than_trivial'])} | "
                      f"{_text(v['not_reaching_budget'])} |")
     return "\n".join(lines) + "\n"
 
