@@ -130,6 +130,7 @@ def test_fair_classification_reads_the_pareto_front_within_each_budget():
     assert at[0.05, "e"] == pytest.approx(0.135)  # between (0.02, 0.15) and (0.08, 0.12)
     assert at[0.05, "f"] == pytest.approx(0.14) and np.isnan(at[0.01, "e"])
     assert at[0.1, "e"] == pytest.approx(0.12) and at[0.01, "trivial"] == pytest.approx(0.25)
+    assert pd.isna(board.set_index(["budget", "method"]).loc[(0.01, "e"), "beats_trivial"])
     assert _row(board[board["budget"] == 0.05], "e")["configs"] == 2
 
 

@@ -30,7 +30,8 @@ number of rows with a strictly better score (on the seed means), its rank interv
 bootstrap interval of the difference of their scores lies entirely on the better side of 0,
 *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
 interval or does not reach the budget. A method not shown better than the trivial baseline
-(no win against it, for want of an interval too) is marked ``beats_trivial = False``.
+(no win against it, for want of an interval too) is marked ``beats_trivial = False``
+(empty for a method out of the budget's reach).
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
             row["loses_to"] = ";".join(o for o in methods
                                        if o != m and outcome[m, o] == "loss")
             row["beats_trivial"] = (None if m == TRIVIAL or TRIVIAL not in methods
-                                    else outcome[m, TRIVIAL] == "win")
+                                    or math.isnan(value) else outcome[m, TRIVIAL] == "win")
             board.append(row)
     return pd.DataFrame(board), pd.DataFrame(pair)
 
