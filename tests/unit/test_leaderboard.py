@@ -202,3 +202,12 @@ def test_a_score_undefined_on_the_seed_means_has_no_interval():
     assert all(np.isnan(lb._bootstrap_interval(draws)))
     assert all(np.isnan(lb._rank_interval(np.array([np.nan, 1.0, 1.0, 2.0]))))
     assert lb._bootstrap_interval(np.array([0.2, 0.1, 0.3])) == pytest.approx((0.105, 0.295))
+
+
+def test_the_cli_offers_every_family():
+    from dpminimax.cli import build_parser
+
+    for name in lb.FAMILIES:
+        args = build_parser().parse_args(["compare", "runs.parquet", "--family", name,
+                                          "--out", "out"])
+        assert args.family == name and args.interval == "bootstrap"
