@@ -14,6 +14,9 @@
     dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira|dpdro
                     [--json] [--repeats N]
     dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
+    dpminimax compare RUNS.parquet [RUNS.parquet ...] --family F [--metric M] --out DIR
+                      [--delta D] [--accountant A] [--experiments E ...] [--interval bootstrap|t]
+                      (leaderboards decided by intervals: DIR/leaderboard_<F>.csv, summary.md)
 """
 
 from __future__ import annotations
@@ -439,7 +442,52 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("--check", action="store_true",
                       help="change nothing; exit 1 when a README's block is stale")
     card.set_defaults(handler=_scorecard)
+    compare = commands.add_parser(
+        "compare", help="leaderboards of a problem family over runs tables, win / tie / loss "
+                        "decided by intervals (one split, delta and accountant per cell)")
+    compare.add_argument("runs", nargs="+", type=Path, metavar="RUNS.parquet",
+                         help="runs tables (results/<paper>/runs.parquet)")
+    compare.add_argument("--family", required=True,
+                         choices=["fair_classification", "kl_dro", "games"],
+                         help="the problem family (its papers, cells and default metric)")
+    compare.add_argument("--metric", default=None,
+                         help="a runs-table column (default: the family's)")
+    compare.add_argument("--out", required=True, help="output dir")
+    compare.add_argument("--delta", type=DELTA, default=None,
+                         help="keep only the private runs of this delta")
+    compare.add_argument("--accountant", default=None,
+                         help="keep only the private runs of this accountant")
+    compare.add_argument("--experiments", nargs="+", default=None,
+                         help="keep only the runs of these experiments")
+    compare.add_argument("--interval", choices=["bootstrap", "t"], default="bootstrap",
+                         help="a method's own interval (differences and ranks: bootstrap)")
+    compare.add_argument("--draws", type=STEPS, default=1000, help="bootstrap draws")
+    compare.set_defaults(handler=_compare)
     return parser
+
+
+def _compare(args: argparse.Namespace) -> None:
+    """Leaderboards of ``--family`` over the runs tables (:mod:`dpminimax.report.leaderboard`)."""
+    from dpminimax.report import leaderboard as lb
+
+    family = lb.FAMILIES[args.family]
+    metric = args.metric or family.metric
+    rows, dropped = lb.select(lb.load_runs(args.runs), family, metric, delta=args.delta,
+                              accountant=args.accountant, experiments=args.experiments)
+    board, pairs = lb.leaderboard(rows, family, metric, interval=args.interval,
+                                  draws=args.draws)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = out / f"leaderboard_{args.family}.csv"
+    board.to_csv(table, index=False)
+    summary = out / "summary.md"
+    summary.write_text(lb.summary_markdown(board, pairs, args.family, metric))
+    verdicts = lb.verdicts(board, pairs, family, metric)
+    clear = verdicts[verdicts["verdict"] == lb.CLEAR_WIN]
+    _print({"family": args.family, "metric": metric, "runs": len(rows), "dropped": dropped,
+            "cells": len(verdicts), "methods": sorted(set(board["method"])),
+            "clear_wins": clear["leader"].value_counts().to_dict(),
+            "leaderboard": str(table), "summary": str(summary)})
 
 
 def _scorecard(args: argparse.Namespace) -> None:

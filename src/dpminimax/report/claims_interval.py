@@ -128,14 +128,19 @@ def estimate(measure: Mapping[str, Any], runs: pd.DataFrame, *, interval: str = 
         out.note = "one run per group: no interval"
     elif interval == "t":
         (values,) = groups.values()
-        half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
-        out.low, out.high = out.value - half, out.value + half
+        out.low, out.high = t_interval(values)
     else:
         boot = _aggregate(measure, [_resample(v, rng, draws) for v in groups.values()],
                           None if reference is None else
                           [_resample(v, rng, draws) for v in reference.values()])
-        out.low, out.high = _percentiles(boot, out.value)
+        out.low, out.high = widened_percentiles(boot, out.value)
     return out
+
+
+def t_interval(values: np.ndarray) -> tuple[float, float]:
+    """The 95% Student-t interval of the mean of ``values`` (at least two)."""
+    half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+    return float(values.mean() - half), float(values.mean() + half)
 
 
 def _groups(measure: Mapping[str, Any], rows: pd.DataFrame) -> dict[Any, np.ndarray]:
@@ -206,8 +211,9 @@ def _slope(measure: Mapping[str, Any], groups: dict[Any, np.ndarray], n_runs: in
         boot_means = np.stack([_resample(v, rng, draws).mean(axis=1) for v in values], axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             boot, boot_two = _fit(lx, np.log(np.where(boot_means > 0, boot_means, np.nan)))
-        out.low, out.high = _percentiles(boot, out.value)
-        out.rate.last_two_low, out.rate.last_two_high = _percentiles(boot_two, out.rate.last_two)
+        out.low, out.high = widened_percentiles(boot, out.value)
+        out.rate.last_two_low, out.rate.last_two_high = widened_percentiles(
+            boot_two, out.rate.last_two)
     if len(inside) >= 3 and not math.isnan(out.low) and not math.isnan(out.rate.last_two_low):
         gap = max(out.low - out.rate.last_two_high, out.rate.last_two_low - out.high)
         bent = gap > MIN_BEND
@@ -229,7 +235,7 @@ def _fit(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return slope, last_two
 
 
-def _percentiles(boot: np.ndarray, value: float) -> tuple[float, float]:
+def widened_percentiles(boot: np.ndarray, value: float) -> tuple[float, float]:
     """The 2.5 and 97.5 percentiles of the finite draws, widened to hold ``value`` (the
     bootstrap of a max or min over groups is biased away from it); NaN if fewer than half of
     the draws are finite."""

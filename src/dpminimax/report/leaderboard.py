@@ -1,0 +1,409 @@
+"""Leaderboards across papers (issue 39 item 3): who wins where, decided by intervals.
+
+Input: one or more runs tables (``results/<paper>/runs.parquet``) and a problem *family*
+(:data:`FAMILIES`): the papers whose runs it reads, its default metric, the columns that make
+a leaderboard *cell* besides epsilon (the dataset, or a game's problem and size) and, for fair
+classification, a violation column with budgets (the budgets of :mod:`.pareto`).
+
+The protocol, enforced before anything is ranked (:func:`check_protocol`): inside a cell every
+private run has the same ``delta`` and ``accountant`` and every run the same ``split`` (the
+runs table's ``split`` column, else the hash of the prepared arrays the workflow wrote beside
+the table, ``<results>/data/<dataset>/meta.json``, else ``unrecorded``); otherwise one line
+names the column. Non-private runs (epsilon = inf) have no delta or accountant to agree on.
+Runs on stand-in data are left out (they are not the dataset).
+
+A method's *score* in a cell: the runs that are identical but for the seed form a
+*configuration* (same paper, experiment and ``p_*`` parameters); without a budget the score is
+the best configuration's mean metric, with a budget ``v`` the lowest error the method's Pareto
+front reaches within violation ``v`` (:func:`.dominance.error_at`, the error interpolated
+between front points). Both pick the configuration on the test metric itself: a method with a
+larger grid is favoured (no shared tuning budget is enforced yet). The trivial baseline (the
+runs' ``trivial_<metric>`` columns, :mod:`dpminimax.trivial`) is a row of every leaderboard.
+
+Intervals: a percentile bootstrap over seeds (:func:`.dominance.resampled_means`: the runs of
+every configuration resampled with replacement, :data:`.claims_interval.DRAWS` draws, the whole
+score recomputed on each; the interval of :mod:`.claims_interval`, widened to hold the value),
+or with ``interval="t"`` a Student-t interval for a method whose score is one configuration's
+mean. A method with a single run in some configuration has no interval. Its *rank* is 1 + the
+number of rows with a strictly better score (on the seed means), its rank interval the 2.5 and
+97.5 percentiles of the ranks over the draws. Against every other row it *wins* when the
+bootstrap interval of the difference of their scores lies entirely on the better side of 0,
+*loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
+interval or does not reach the budget. A method not shown better than the trivial baseline
+(no win against it, for want of an interval too) is marked ``beats_trivial = False``
+(empty for a method out of the budget's reach).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpminimax.report.claims_interval import DRAWS, claim_seed, t_interval, widened_percentiles
+from dpminimax.report.dominance import TRIVIAL, error_at, pareto_front, resampled_means
+from dpminimax.report.pareto import DEFAULT_BUDGETS
+from dpminimax.trivial import column as trivial_column
+
+#: The columns on which every run of a cell must agree (module docstring).
+PROTOCOL = ("split", "delta", "accountant")
+#: Of these, the privacy parameters (a non-private run has none).
+PRIVACY_PROTOCOL = ("delta", "accountant")
+UNRECORDED = "unrecorded"
+#: Pairwise outcomes and the leaderboard's column counting each.
+OUTCOMES = {"win": "wins", "tie": "ties", "loss": "losses", "n/a": "undecided"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A problem family: the papers whose runs it reads, its default metric, the columns of a
+    cell besides epsilon, and the violation column and budgets of a constrained family."""
+
+    papers: tuple[str, ...]
+    metric: str
+    cell: tuple[str, ...]
+    budget: str | None = None
+    budgets: tuple[float, ...] = ()
+
+
+FAMILIES = {
+    "fair_classification": Family(("racodp", "dpfermi", "baselines"), "test_error",
+                                  ("dataset",), "dp_violation", DEFAULT_BUDGETS),
+    "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
+    "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
+}
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger ``metric`` is better (accuracy, AUC, F1); errors, gaps, violations and
+    objectives are better smaller."""
+    return metric.endswith(("accuracy", "auc", "f1"))
+
+
+def load_runs(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The runs tables at ``paths``, concatenated, each with its ``split`` column (module
+    docstring)."""
+    tables = []
+    for path in map(Path, paths):
+        table = pd.read_parquet(path)
+        if "split" not in table.columns:
+            data = path.parent.parent / "data"
+            table["split"] = table["dataset"].astype(str).map(
+                lambda name, data=data: _split_hash(data / name / "meta.json"))
+        tables.append(table)
+    if not tables:
+        raise ValueError("no runs table given")
+    return pd.concat(tables, ignore_index=True)
+
+
+def _split_hash(meta: Path) -> str:
+    """The prepared arrays' hash (it fixes the split), or :data:`UNRECORDED`."""
+    if not meta.is_file():
+        return UNRECORDED
+    digest = json.loads(meta.read_text()).get("arrays_sha256")
+    return str(digest)[:16] if digest else UNRECORDED
+
+
+def select(runs: pd.DataFrame, family: Family, metric: str, *, delta: float | None = None,
+           accountant: str | None = None,
+           experiments: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The family's runs with a value of ``metric`` (and of its violation), on real data,
+    optionally of one ``delta`` / ``accountant`` (private runs) and some ``experiments``; and
+    how many rows each filter left out."""
+    needed = ["paper", "experiment", "method", "epsilon", "seed", metric, *family.cell]
+    if family.budget:
+        needed.append(family.budget)
+    missing = [c for c in dict.fromkeys(needed) if c not in runs.columns]
+    if missing:
+        raise ValueError(f"{missing[0]}: no such column in the runs tables")
+    rows = runs.assign(epsilon=pd.to_numeric(runs["epsilon"]).astype(float))
+    private = np.isfinite(rows["epsilon"])
+    keeps = {
+        "other papers": rows["paper"].isin(family.papers),
+        "stand-in data": ~rows.get("data_standin", pd.Series(False, index=rows.index))
+        .fillna(False).astype(bool),
+        "metric missing": rows[[metric, *([family.budget] if family.budget else [])]]
+        .notna().all(axis=1),
+    }
+    if experiments is not None:
+        keeps["other experiments"] = rows["experiment"].isin(list(experiments))
+    if delta is not None:
+        keeps["other delta"] = ~private | np.isclose(
+            pd.to_numeric(rows["delta"]).astype(float), delta, rtol=1e-9, atol=0.0)
+    if accountant is not None:
+        keeps["other accountant"] = ~private | (rows["accountant"].astype(str) == accountant)
+    keep = pd.Series(True, index=rows.index)
+    dropped = {}
+    for reason, mask in keeps.items():
+        dropped[reason] = int((keep & ~mask).sum())
+        keep &= mask
+    return rows.loc[keep], dropped
+
+
+def check_protocol(rows: pd.DataFrame, cell: Sequence[str]) -> None:
+    """Raise ``ValueError`` (one line naming the column) when the runs of a cell disagree on
+    the split, or its private runs on delta or accountant."""
+    for column in PROTOCOL:
+        if column not in rows.columns:
+            raise ValueError(f"{column}: the runs tables do not record it, so the runs cannot "
+                             "be shown to share it")
+    for key, part in rows.groupby([*cell, "epsilon"], dropna=False, sort=True):
+        for column in PROTOCOL:
+            values = part if column not in PRIVACY_PROTOCOL else part[
+                np.isfinite(part["epsilon"])]
+            distinct = sorted(values[column].map(str).unique())
+            if len(distinct) > 1:
+                where = ", ".join(f"{c}={v}" for c, v in zip([*cell, "epsilon"], key,
+                                                              strict=True))
+                raise ValueError(
+                    f"{column}: the runs of {where} have {len(distinct)} values "
+                    f"({', '.join(distinct)}); compare runs under one {column} "
+                    + ("(select it with --" + column + ")" if column in PRIVACY_PROTOCOL
+                       else "(runs of one prepared dataset)"))
+
+
+def configurations(rows: pd.DataFrame) -> pd.Series:
+    """Each run's configuration: its paper, experiment and ``p_*`` parameters (module
+    docstring)."""
+    columns = ["paper", "experiment", *sorted(c for c in rows.columns if c.startswith("p_"))]
+    key = rows[columns[0]].map(str)
+    for column in columns[1:]:
+        key = key + "|" + rows[column].map(str)
+    return key
+
+
+def leaderboard(rows: pd.DataFrame, family: Family, metric: str, *, interval: str = "bootstrap",
+                draws: int = DRAWS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The leaderboard of every cell (and budget) of ``rows`` (after :func:`select`), one row
+    per (cell, budget, method or trivial), and the pairwise outcomes, one row per ordered
+    pair. Raises ``ValueError`` when the protocol is broken (:func:`check_protocol`)."""
+    if interval not in ("bootstrap", "t"):
+        raise ValueError(f"interval: 'bootstrap' or 't', got {interval!r}")
+    check_protocol(rows, family.cell)
+    boards, pairs = [], []
+    for key, part in rows.groupby([*family.cell, "epsilon"], dropna=False, sort=True):
+        cell = dict(zip([*family.cell, "epsilon"], key, strict=True))
+        seed = claim_seed(json.dumps([metric, *map(str, key)]))
+        board, pair = _cell_board(part, family, metric, interval, draws, seed)
+        boards.append(board.assign(**cell))
+        pairs.append(pair.assign(**cell))
+    if not boards:
+        raise ValueError(f"{metric}: no runs of the family have it")
+    order = [*family.cell, "epsilon", "budget"]
+    board = pd.concat(boards, ignore_index=True)
+    board = board[[*order, *[c for c in board.columns if c not in order]]]
+    pair = pd.concat(pairs, ignore_index=True)
+    return board, pair[[*order, *[c for c in pair.columns if c not in order]]]
+
+
+def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, draws: int,
+                seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One cell's leaderboard and pairwise outcomes (every budget)."""
+    sign = -1.0 if higher_is_better(metric) else 1.0
+    values = [metric, *([family.budget] if family.budget else [])]
+    points = part[["method", *values]].assign(config=configurations(part))
+    trivial = [trivial_column(v) for v in values]
+    if all(c in part.columns for c in trivial) and part[trivial].notna().all(axis=1).any():
+        points = pd.concat([points, part[trivial].dropna().set_axis(values, axis=1)
+                            .assign(method=TRIVIAL, config=TRIVIAL)], ignore_index=True)
+    points[metric] = sign * points[metric]  # a loss: smaller is better
+    groups, means = resampled_means(points, ["method", "config"], values, draws, seed)
+    sizes = points.groupby(["method", "config"], sort=True).size().to_numpy()
+    budgets = np.asarray(family.budgets if family.budget else [math.nan], float)
+    methods = sorted(groups["method"].unique(), key=lambda m: (m == TRIVIAL, m))
+    scores = np.stack([_scores(means, (groups["method"] == m).to_numpy(), budgets)
+                       for m in methods])  # (methods, draws + 1, budgets)
+    # bootstrap draws of a method with a single run in a configuration say nothing
+    spread = np.array([sizes[(groups["method"] == m).to_numpy()].min() >= 2 for m in methods])
+    scores[~spread, 1:] = math.nan
+    ranks = _ranks(scores)
+    board, pair = [], []
+    for b, budget in enumerate(budgets):
+        outcome = {}
+        for i, a in enumerate(methods):
+            for j, other in enumerate(methods):
+                if i != j:
+                    diff = scores[i, :, b] - scores[j, :, b]
+                    low, high = _bootstrap_interval(diff)
+                    result = ("n/a" if math.isnan(low) else "win" if high < 0
+                              else "loss" if low > 0 else "tie")
+                    outcome[a, other] = result
+                    pair.append({"budget": budget, "method": a, "other": other,
+                                 "difference": sign * diff[0],
+                                 "low": min(sign * low, sign * high),
+                                 "high": max(sign * low, sign * high), "outcome": result})
+        for i, m in enumerate(methods):
+            value = scores[i, 0, b]
+            low, high = _interval(part, metric, m, scores[i, :, b], interval)
+            row = {"budget": budget, "method": m, "configs": int((groups["method"] == m).sum()),
+                   "runs": int(sizes[(groups["method"] == m).to_numpy()].sum()),
+                   "value": sign * value, "low": min(sign * low, sign * high),
+                   "high": max(sign * low, sign * high), "rank": ranks[i, 0, b],
+                   **dict(zip(("rank_low", "rank_high"), _rank_interval(ranks[i, :, b]),
+                              strict=True))}
+            mine = [outcome[m, o] for o in methods if o != m]
+            row.update({name: mine.count(o) for o, name in OUTCOMES.items()})
+            row["beats"] = ";".join(o for o in methods if o != m and outcome[m, o] == "win")
+            row["loses_to"] = ";".join(o for o in methods
+                                       if o != m and outcome[m, o] == "loss")
+            row["beats_trivial"] = (None if m == TRIVIAL or TRIVIAL not in methods
+                                    or math.isnan(value) else outcome[m, TRIVIAL] == "win")
+            board.append(row)
+    return pd.DataFrame(board), pd.DataFrame(pair)
+
+
+def _scores(means: np.ndarray, rows: np.ndarray, budgets: np.ndarray) -> np.ndarray:
+    """A method's score (a loss) on every draw (row 0: the seed means) at every budget: its
+    best configuration's mean (no budget, ``means[..., 0]`` only) or the lowest loss its
+    Pareto front reaches within each budget (``means[..., 1]``: the violation)."""
+    if means.shape[2] == 1:
+        return np.repeat(means[:, rows, 0].min(axis=1)[:, None], len(budgets), axis=1)
+    return np.stack([error_at(pareto_front(draw[rows, 0], draw[rows, 1]), budgets)
+                     for draw in means])
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """1 + the number of rows with a strictly smaller score, per draw and budget (NaN where
+    the score is undefined; undefined scores rank nobody)."""
+    ranks = 1.0 + (scores[None, :] < scores[:, None]).sum(axis=1)
+    return np.where(np.isnan(scores), math.nan, ranks)
+
+
+def _rank_interval(ranks: np.ndarray) -> tuple[float, float]:
+    """The 2.5 and 97.5 percentiles of the ranks over the draws (``ranks[1:]``); NaN when the
+    rank on the seed means (``ranks[0]``) is undefined or most draws are."""
+    if math.isnan(ranks[0]):
+        return math.nan, math.nan
+    ranks = ranks[1:]
+    finite = ranks[np.isfinite(ranks)]
+    if finite.size < ranks.size / 2 or finite.size == 0:
+        return math.nan, math.nan
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _interval(part: pd.DataFrame, metric: str, method: str, scores: np.ndarray,
+              interval: str) -> tuple[float, float]:
+    """A method's interval (as a loss): Student-t where asked and its score is one
+    configuration's plain mean, else the bootstrap's."""
+    if interval == "t" and method != TRIVIAL:
+        rows = part[part["method"] == method]
+        if configurations(rows).nunique() == 1 and len(rows) >= 2:
+            sign = -1.0 if higher_is_better(metric) else 1.0
+            low, high = t_interval(sign * rows[metric].to_numpy(float))
+            return low, high
+    return _bootstrap_interval(scores)
+
+
+def _bootstrap_interval(draws: np.ndarray) -> tuple[float, float]:
+    """The bootstrap interval of a statistic (row 0: its value on the seed means; NaN there,
+    a method out of the budget's reach, has no interval)."""
+    if math.isnan(draws[0]):
+        return math.nan, math.nan
+    return widened_percentiles(draws[1:], draws[0])
+
+
+#: The verdict of a cell whose leader wins against every other method reaching the budget.
+CLEAR_WIN = "wins against every method"
+
+
+def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
+             metric: str) -> pd.DataFrame:
+    """Which method wins where and by how much, one row per cell and budget: the leader and
+    its value, whether it wins against every other method that reaches the budget
+    (:data:`CLEAR_WIN`) or which are tied with it (or undecided), its margin over the next
+    with the difference's interval, the methods within reach not shown better than the trivial
+    baseline and those that do not reach the budget."""
+    cell = [*family.cell, "epsilon"]
+    flip = 1.0 if higher_is_better(metric) else -1.0  # how much better the leader is
+    out = []
+    for key, rows in board.groupby([*cell, "budget"], dropna=False, sort=True):
+        *where, budget = key
+        methods = rows[rows["method"] != TRIVIAL]
+        ranked = methods.dropna(subset=["value"]).sort_values(["rank", "method"])
+        if ranked.empty:
+            out.append({**dict(zip(cell, where, strict=True)), "budget": budget,
+                        "verdict": "no method reaches the budget",
+                        "not_reaching_budget": ", ".join(methods["method"])})
+            continue
+        leader, others = ranked.iloc[0], list(ranked["method"].iloc[1:])
+        outcome = pairs[_same(pairs, cell, where, budget)
+                        & (pairs["method"] == leader["method"])].set_index("other")
+        mine = [outcome.loc[o, "outcome"] for o in others]
+        if not others:
+            verdict = "only method"
+        elif all(o == "win" for o in mine):
+            verdict = CLEAR_WIN
+        elif "n/a" in mine:
+            verdict = "undecided (no interval): " + ", ".join(
+                o for o, r in zip(others, mine, strict=True) if r == "n/a")
+        else:
+            verdict = "tied: " + ", ".join([leader["method"], *(
+                o for o, r in zip(others, mine, strict=True) if r == "tie")])
+        row = {**dict(zip(cell, where, strict=True)), "budget": budget,
+               "leader": leader["method"], "value": leader["value"], "low": leader["low"],
+               "high": leader["high"], "verdict": verdict, "next": None,
+               "ahead_by": math.nan, "ahead_low": math.nan, "ahead_high": math.nan}
+        if others:
+            p = outcome.loc[others[0]]
+            low, high = sorted((flip * p["low"], flip * p["high"]))
+            row.update({"next": others[0], "ahead_by": flip * p["difference"],
+                        "ahead_low": low, "ahead_high": high})
+        row["not_shown_better_than_trivial"] = ", ".join(
+            ranked.loc[ranked["beats_trivial"] == False, "method"])  # noqa: E712
+        row["not_reaching_budget"] = ", ".join(methods.loc[methods["value"].isna(), "method"])
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
+                     metric: str) -> str:
+    """The leaderboards' summary (:func:`verdicts`) as markdown."""
+    family = FAMILIES[family_name]
+    cell = [*family.cell, "epsilon"]
+    better = "higher" if higher_is_better(metric) else "lower"
+    lines = [f"# Leaderboard summary: {family_name}", "",
+             f"Metric: `{metric}` ({better} is better)"
+             + (f", the best within a `{family.budget}` budget" if family.budget else "")
+             + "; a method's best configuration, mean over seeds, 95% bootstrap interval. "
+               "A win: the difference's interval excludes 0. Trivial: `trivial_"
+             + metric + "`.", "",
+             "| cell | budget | leader | value [95%] | verdict | ahead of the next by [95%] "
+             "| not shown better than trivial | not reaching the budget |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, v in verdicts(board, pairs, family, metric).iterrows():
+        where = ", ".join(f"{c}={_num(v[c])}" for c in cell)
+        ahead = (f"{v['next']}: {_fmt(v['ahead_by'], v['ahead_low'], v['ahead_high'])}"
+                 if isinstance(v["next"], str) else "")
+        value = _fmt(v["value"], v["low"], v["high"]) if isinstance(v["leader"], str) else "-"
+        lines.append(f"| {where} | {'-' if pd.isna(v['budget']) else _num(v['budget'])} | "
+                     f"{v['leader'] if isinstance(v['leader'], str) else '-'} | {value} | "
+                     f"{v['verdict']} | {ahead} | {_text(v['not_shown_better_than_trivial'])} | "
+                     f"{_text(v['not_reaching_budget'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _same(table: pd.DataFrame, cell: Sequence[str], where: Sequence, budget: float) -> pd.Series:
+    mask = table["budget"].isna() if pd.isna(budget) else np.isclose(table["budget"], budget)
+    for column, value in zip(cell, where, strict=True):
+        mask &= table[column].isna() if pd.isna(value) else table[column] == value
+    return mask
+
+
+def _fmt(value: float, low: float, high: float) -> str:
+    if math.isnan(low):
+        return f"{value:.4g} [no interval]"
+    return f"{value:.4g} [{low:.4g}, {high:.4g}]"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) and value else "-"
+
+
+def _num(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,213 @@
+"""Leaderboards decided by intervals (dpminimax.report.leaderboard, issue 39 item 3) on small
+synthetic runs tables with known answers, and ``dpminimax compare`` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpminimax.cli import main
+from dpminimax.report import leaderboard as lb
+
+#: Per-seed objective (lower is better) of each method; the trivial output's is 0.25.
+OBJECTIVE = {
+    "clear": [0.10, 0.11, 0.09, 0.10, 0.10],      # the clear winner
+    "close": [0.08, 0.125, 0.10, 0.135, 0.07],    # mean 0.102: tied with "clear" by intervals
+    "middle": [0.20, 0.21, 0.19, 0.20, 0.20],
+    "worse": [0.30, 0.31, 0.29, 0.30, 0.30],      # worse than the trivial baseline
+}
+TRIVIAL_OBJECTIVE = 0.25
+KL = lb.FAMILIES["kl_dro"]
+
+
+def _runs(objective=OBJECTIVE, *, delta=1e-5, epsilon=1.0, dataset="mnist-st") -> pd.DataFrame:
+    return pd.DataFrame([
+        {"paper": "dpdro", "experiment": "table3", "dataset": dataset, "method": method,
+         "epsilon": epsilon, "delta": delta, "accountant": "rdp", "split": "s1", "seed": seed,
+         "p_lr": 0.1, "dro_objective": value, "trivial_dro_objective": TRIVIAL_OBJECTIVE,
+         "data_standin": False}
+        for method, values in objective.items() for seed, value in enumerate(values)])
+
+
+def _board(runs: pd.DataFrame, **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, _ = lb.select(runs, KL, "dro_objective")
+    return lb.leaderboard(rows, KL, "dro_objective", **kwargs)
+
+
+def _row(board: pd.DataFrame, method: str) -> pd.Series:
+    (index,) = np.flatnonzero(board["method"] == method)
+    return board.iloc[index]
+
+
+def test_clear_winner_ties_and_the_trivial_baseline():
+    board, pairs = _board(_runs())
+    assert sorted(board["method"]) == sorted([*OBJECTIVE, "trivial"])
+    clear, close = _row(board, "clear"), _row(board, "close")
+    assert clear["value"] == pytest.approx(0.10) and close["value"] == pytest.approx(0.102)
+    assert clear["low"] < 0.10 < clear["high"] < 0.11
+    assert clear["rank"] == 1 and close["rank"] == 2
+    assert clear["rank_low"] == 1 and close["rank_low"] == 1  # the ranks' intervals overlap
+    # "clear" and "close" are tied (the difference's interval holds 0) although the means differ
+    outcome = pairs.set_index(["method", "other"])["outcome"]
+    assert outcome["clear", "close"] == "tie" and outcome["close", "clear"] == "tie"
+    assert outcome["clear", "middle"] == "win" and outcome["middle", "clear"] == "loss"
+    assert (clear["wins"], clear["ties"], clear["losses"]) == (3, 1, 0)
+    assert clear["beats"] == "middle;worse;trivial" and clear["loses_to"] == ""
+    # the trivial baseline is a row; "worse" loses to it and is marked
+    trivial = _row(board, "trivial")
+    assert trivial["value"] == pytest.approx(TRIVIAL_OBJECTIVE) and trivial["rank"] == 4
+    assert outcome["worse", "trivial"] == "loss"
+    assert not _row(board, "worse")["beats_trivial"] and _row(board, "middle")["beats_trivial"]
+    assert pd.isna(trivial["beats_trivial"])
+    difference = pairs[(pairs["method"] == "clear") & (pairs["other"] == "middle")].iloc[0]
+    assert difference["difference"] == pytest.approx(-0.10)
+    assert difference["low"] <= -0.10 <= difference["high"] < 0
+
+
+def test_higher_is_better_metric_flips_the_order():
+    runs = _runs().assign(test_auc=lambda t: 1 - t["dro_objective"],
+                          trivial_test_auc=1 - TRIVIAL_OBJECTIVE)
+    rows, _ = lb.select(runs, KL, "test_auc")
+    board, pairs = lb.leaderboard(rows, KL, "test_auc")
+    assert _row(board, "clear")["rank"] == 1 and _row(board, "clear")["value"] == pytest.approx(0.9)
+    assert _row(board, "clear")["low"] < 0.9 < _row(board, "clear")["high"]
+    assert not _row(board, "worse")["beats_trivial"]
+    p = pairs[(pairs["method"] == "clear") & (pairs["other"] == "middle")].iloc[0]
+    assert p["difference"] == pytest.approx(0.10) and 0 < p["low"] <= 0.10 <= p["high"]
+
+
+def test_student_t_interval_of_a_single_configuration():
+    board, _ = _board(_runs(), interval="t")
+    values = np.array(OBJECTIVE["close"])
+    half = stats.t.ppf(0.975, 4) * values.std(ddof=1) / np.sqrt(5)
+    close = _row(board, "close")
+    assert (close["low"], close["high"]) == pytest.approx((values.mean() - half,
+                                                           values.mean() + half))
+
+
+def test_one_run_gives_no_interval_and_no_decision():
+    board, pairs = _board(_runs({"a": [0.1], "b": [0.3]}))
+    assert np.isnan(_row(board, "a")["low"]) and _row(board, "a")["undecided"] == 2
+    assert _row(board, "a")["beats_trivial"] is False  # not shown better than the trivial
+    assert set(pairs["outcome"]) == {"n/a"}
+
+
+def test_refuses_to_mix_deltas_splits_and_accountants():
+    mixed = pd.concat([_runs(), _runs({"other": [0.1, 0.1]}, delta=1e-6)], ignore_index=True)
+    with pytest.raises(ValueError, match=r"^delta: the runs of dataset=mnist-st, epsilon=1.0 "
+                                         r"have 2 values"):
+        _board(mixed)
+    board, _ = lb.leaderboard(*[lb.select(mixed, KL, "dro_objective", delta=1e-5)[0]],
+                              KL, "dro_objective")
+    assert "other" not in set(board["method"])
+    with pytest.raises(ValueError, match="^split: "):
+        _board(_runs().assign(split=lambda t: np.where(t["seed"] == 0, "s1", "s2")))
+    with pytest.raises(ValueError, match="^accountant: "):
+        _board(_runs().assign(accountant=lambda t: np.where(t["seed"] == 0, "rdp", "pld")))
+    # a non-private run has no delta to agree on; another epsilon is another cell
+    board, _ = _board(pd.concat([_runs(), _runs({"np": [0.05, 0.06]}, delta=0.1,
+                                                epsilon=np.inf)], ignore_index=True))
+    assert set(board.loc[np.isinf(board["epsilon"]), "method"]) == {"np", "trivial"}
+
+
+def test_fair_classification_reads_the_pareto_front_within_each_budget():
+    family = lb.FAMILIES["fair_classification"]
+    points = {("e", 0.1): (0.15, 0.02), ("e", 0.2): (0.12, 0.08), ("f", np.nan): (0.14, 0.04)}
+    runs = pd.DataFrame([
+        {"paper": "racodp", "experiment": "x", "dataset": "adult", "method": method,
+         "epsilon": 1.0, "delta": 1e-5, "accountant": "rdp", "split": "s", "seed": seed,
+         "p_gamma": gamma, "test_error": error + noise, "dp_violation": violation,
+         "trivial_test_error": 0.25, "trivial_dp_violation": 0.0}
+        for (method, gamma), (error, violation) in points.items()
+        for seed, noise in enumerate([-0.002, 0.0, 0.002])])
+    rows, _ = lb.select(runs, family, "test_error")
+    board, _ = lb.leaderboard(rows, family, "test_error")
+    at = board.set_index(["budget", "method"])["value"]
+    assert at[0.05, "e"] == pytest.approx(0.135)  # between (0.02, 0.15) and (0.08, 0.12)
+    assert at[0.05, "f"] == pytest.approx(0.14) and np.isnan(at[0.01, "e"])
+    assert at[0.1, "e"] == pytest.approx(0.12) and at[0.01, "trivial"] == pytest.approx(0.25)
+    assert pd.isna(board.set_index(["budget", "method"]).loc[(0.01, "e"), "beats_trivial"])
+    assert _row(board[board["budget"] == 0.05], "e")["configs"] == 2
+
+
+def _write(path, runs: pd.DataFrame) -> None:
+    path.parent.mkdir(parents=True)
+    runs.drop(columns="split").to_parquet(path)
+
+
+def test_compare_cli_end_to_end(tmp_path, capsys):
+    table = tmp_path / "results" / "dpdro" / "runs.parquet"
+    _write(table, _runs())
+    out = tmp_path / "compare"
+    assert main(["compare", str(table), "--family", "kl_dro", "--metric", "dro_objective",
+                 "--out", str(out), "--draws", "400"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["cells"] == 1 and printed["clear_wins"] == {} and printed["runs"] == 20
+    board = pd.read_csv(out / "leaderboard_kl_dro.csv")
+    assert board.loc[board["method"] == "clear", "rank"].item() == 1
+    assert not board.loc[board["method"] == "worse", "beats_trivial"].item()
+    summary = (out / "summary.md").read_text()
+    assert "| dataset=mnist-st, epsilon=1 | - | clear | 0.1 [" in summary
+    assert "| tied: clear, close | close: 0.002 [" in summary and "| worse | - |" in summary
+
+
+def test_compare_cli_refuses_tables_of_different_splits(tmp_path, capsys):
+    tables = []
+    for paper, digest in (("a", "aaaa"), ("b", "bbbb")):
+        root = tmp_path / paper / "results"
+        (root / "data" / "mnist-st").mkdir(parents=True)
+        (root / "data" / "mnist-st" / "meta.json").write_text(json.dumps(
+            {"arrays_sha256": digest}))
+        _write(root / "dpdro" / "runs.parquet", _runs())
+        tables.append(str(root / "dpdro" / "runs.parquet"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", *tables, "--family", "kl_dro", "--metric", "dro_objective",
+              "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert "dpminimax compare: error: split: the runs of dataset=mnist-st, epsilon=1.0 have " \
+           "2 values (aaaa, bbbb)" in capsys.readouterr().err
+
+
+def test_verdicts_name_the_clear_winner_its_margin_and_the_unreached():
+    objective = {k: v for k, v in OBJECTIVE.items() if k != "close"}
+    board, pairs = _board(_runs(objective))
+    (verdict,) = lb.verdicts(board, pairs, KL, "dro_objective").to_dict("records")
+    assert verdict["leader"] == "clear" and verdict["verdict"] == lb.CLEAR_WIN
+    assert verdict["next"] == "middle" and verdict["ahead_by"] == pytest.approx(0.10)
+    assert 0 < verdict["ahead_low"] <= 0.10 <= verdict["ahead_high"]
+    assert verdict["not_shown_better_than_trivial"] == "worse"
+    board, pairs = _board(_runs())
+    (verdict,) = lb.verdicts(board, pairs, KL, "dro_objective").to_dict("records")
+    assert verdict["verdict"] == "tied: clear, close" and verdict["next"] == "close"
+    # a method that cannot reach a violation budget is listed, not ranked
+    family = lb.FAMILIES["fair_classification"]
+    runs = _runs(objective).assign(paper="racodp", test_error=lambda t: t["dro_objective"],
+                                   trivial_test_error=TRIVIAL_OBJECTIVE, trivial_dp_violation=0.0,
+                                   dp_violation=lambda t: np.where(t["method"] == "clear", 0.3,
+                                                                   0.01))
+    board, pairs = lb.leaderboard(lb.select(runs, family, "test_error")[0], family,
+                                  "test_error")
+    at = lb.verdicts(board, pairs, family, "test_error").set_index("budget")
+    assert at.loc[0.1, "leader"] == "middle" and at.loc[0.1, "not_reaching_budget"] == "clear"
+    assert at.loc[0.1, "verdict"] == lb.CLEAR_WIN  # "clear" is out of reach, not undecided
+
+
+def test_a_score_undefined_on_the_seed_means_has_no_interval():
+    # out of the budget's reach on the means, within it on most resamples: still no interval
+    draws = np.array([np.nan, 0.2, 0.3, np.nan, 0.25])
+    assert all(np.isnan(lb._bootstrap_interval(draws)))
+    assert all(np.isnan(lb._rank_interval(np.array([np.nan, 1.0, 1.0, 2.0]))))
+    assert lb._bootstrap_interval(np.array([0.2, 0.1, 0.3])) == pytest.approx((0.105, 0.295))
+
+
+def test_the_cli_offers_every_family():
+    from dpminimax.cli import build_parser
+
+    for name in lb.FAMILIES:
+        args = build_parser().parse_args(["compare", "runs.parquet", "--family", name,
+                                          "--out", "out"])
+        assert args.family == name and args.interval == "bootstrap"
