@@ -344,8 +344,10 @@ def _neighbours(name: str):
     data = problem()
     if "problem" in METHODS[name].parameters:
         def drawn(patch, hops):
-            for cls in {*PROBLEMS.values(), *BILEVEL_PROBLEMS.values()}:
-                patch.setattr(cls, "sample", lambda self, n, generator, draw=cls.sample:
+            # every class's own draw, taken before any is patched (a subclass inherits one)
+            draws = {cls: cls.sample for cls in (*PROBLEMS.values(), *BILEVEL_PROBLEMS.values())}
+            for cls, draw in draws.items():
+                patch.setattr(cls, "sample", lambda self, n, generator, draw=draw:
                               _far_row0(draw(self, n, generator), n, hops))
             return data
 
