@@ -444,3 +444,23 @@ def test_contributions_are_within_their_bound_before_the_release_clips(problem, 
     _fit(name, outliers, epsilon=1.0, seeds=(0, 1), batch_size=50, anchor_batch_size=100,
          epochs=1.0, period=3, lr=0.5, clip=0.5, weight_cap=2.0, lam=0.5, lam_init=0.5)
     assert max(ratios) == pytest.approx(1.0, rel=1e-5), max(ratios)
+
+
+@pytest.mark.parametrize("cap", [5.0, 0.2])
+def test_alg3_release_bounds_are_the_ranges_of_its_terms(cap):
+    """The plan's sensitivities (README "Deviation: clipping"): v W C (a difference 2 W C),
+    h = g log g over g in (0, W]: its largest magnitude (a difference: its range), s W; checked
+    against the terms on a fine grid of g."""
+    from dpminimax.privacy.release import releases_of
+
+    clip = 0.7
+    plan = get_method("dp_recursive_spider").plan(
+        RunSpec(0, 1.0, 1e-5, {"clip": clip, "weight_cap": cap}), 1000)
+    bounds = {r.name: r.sensitivity for r in releases_of(plan.releases)}
+    g = torch.linspace(1e-9, cap, 200_001, dtype=torch.float64)
+    h = g * torch.log(g)
+    assert bounds["v_anchor"] == pytest.approx(cap * clip)
+    assert bounds["v_difference"] == pytest.approx(2 * cap * clip)
+    assert bounds["h_anchor"] == pytest.approx(float(h.abs().max()), rel=1e-6)
+    assert bounds["h_difference"] == pytest.approx(float(h.max() - h.min()), rel=1e-6)
+    assert bounds["s"] == pytest.approx(cap)

@@ -21,11 +21,11 @@ Poisson batch (spec 004 §2.3 with the fixes of §10.3):
 * z = (v / s, rho + log s - h / s) (typo 5: grad f(s) is lam / s), x -= lr z_x,
   lam -= lr_lam z_lam projected on [lam0, inf) (typo 4).
 
-The paper's per-example clips of (g_i / lam) grad l_i and of grad_lam g_i = -(l_i / lam^2) g_i
-(at C and C_lam) are not used: clipping grad_lam g_i at C_lam shrinks the term that cancels
-log g_2 in grad_lam Psi, which biases the lam step upwards by up to mean l_i / lam and drives lam
-to lam0 (Psi becomes the largest loss); the clipped control then predicted one class. Written
-through h the lam gradient is bounded by construction, with no clip that biases it.
+The paper's per-example clips of (g_i / lam) grad l_i, grad_lam g_i and g_i (at C, C_lam, C_s)
+are not used: clipping (g_i / lam) grad l_i erases the DRO weighting, as clipping w_i grad l_i
+does for Eq. (3); with it the noiseless control predicted one class with a test AUC below chance
+on MNIST-ST, and C = inf alone removed that (the README's ablations). Through h the lam gradient
+is bounded by construction, with no clip C_lam to bias it.
 
 m is updated from the released s (m += log s after each step: post-processing, so public), which
 keeps e^{l/lam} finite (§10.3; the SCDRO code's max-loss shift reads the data). One noise
@@ -86,7 +86,7 @@ class DpRecursiveSpider(ScheduledDroMethod):
         "s": ("weight_cap", 1.0)}
     parameters: ClassVar[dict[str, Any]] = {
         **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 0.01, "lam_init": 5.0, "lam0": 1e-3,
-        "rho": 0.5, "clip": 0.2, "weight_cap": 5.0, "difference_clip": DIFFERENCE_CLIP,
+        "rho": 0.5, "clip": 1.0, "weight_cap": 5.0, "difference_clip": DIFFERENCE_CLIP,
         "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
     checks: ClassVar[dict[str, Check]] = {
         **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_lam": NON_NEGATIVE, "lam_init": POSITIVE,
