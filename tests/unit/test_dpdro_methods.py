@@ -112,8 +112,8 @@ def test_schedules_give_the_release_trees_of_the_paper():
                                        ("batch", ("dual_anchor", "x_difference"), 3, 0.05)), 5)
     rs = get_method("dp_recursive_spider").plan(run, 200, None).releases
     assert _shape(rs) == ("repeat", (
-        ("batch", ("v_anchor", "u_anchor", "s"), 1, 0.2),
-        ("batch", ("v_difference", "u_difference", "s"), 3, 0.05)), 5)
+        ("batch", ("v_anchor", "h_anchor", "s"), 1, 0.2),
+        ("batch", ("v_difference", "h_difference", "s"), 3, 0.05)), 5)
     assert isinstance(rs, Repeat)
 
 
@@ -162,13 +162,16 @@ def test_difference_clips_follow_the_iterate_movement(problem, monkeypatch):
     assert len(ratios) == 1  # one noise multiplier: noise shrinks with the clip
 
 
-@pytest.mark.parametrize("name", ["dp_sgda_dro", "dp_double_spider", "privatediff_dro"])
-def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(problem, name):
+@pytest.mark.parametrize("name, batch", [("dp_sgda_dro", 20), ("dp_double_spider", 20),
+                                         ("privatediff_dro", 20), ("dp_recursive_spider", N)])
+def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(problem, name,
+                                                                              batch):
     """With a large clip the first x step is dominated by its noise: the step's spread over
     parameters and runs is lr sigma W C / (q n) (the noise of the SUM of contributions bounded
-    by the weight cap W times the gradient clip C, divided once)."""
+    by the weight cap W times the gradient clip C, divided once). Alg. 3 divides v by s, whose
+    own noise sigma W / (q n) is small on the full batch (s = 1 +- 0.03 at lam_init 5)."""
     data, _ = problem
-    clip, cap, lr, batch = 50.0, 2.0, 0.1, 20
+    clip, cap, lr = 50.0, 2.0, 0.1
     method, fit = _fit(name, data, epsilon=1.0, seeds=tuple(range(16)), batch_size=batch,
                        anchor_batch_size=batch, epochs=batch / N, period=1, clip=clip,
                        weight_cap=cap, lr=lr)
@@ -339,3 +342,125 @@ def test_plan_refuses_difference_noise_that_feeds_back(problem, name):
                        r"batch_size = [^\n]* >= 1: [^\n]*$"):
         method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 1.01}), N, data)
     method.plan(RunSpec(0, 1.0, 1e-5, {**params, "difference_clip": edge * 0.99}), N, data)
+
+
+def _spy_contributions(monkeypatch, names):
+    """Records each release of ``names`` as (name, contributions, batch, the program's params,
+    previous params, lam, lam before, shift), copied (the batch's buffers are reused)."""
+    from dpminimax.algorithms import dro_program
+
+    seen = []
+    original = dro_program.DroProgram.release
+
+    def copy(value):
+        return None if value is None else {k: v.clone() for k, v in value.items()}
+
+    def spy(self, name, contributions, batch, shrink=None):
+        if name in names:
+            kept = dro_program.Minibatch(batch.x.clone(), batch.y.clone(), batch.mask.clone(),
+                                         batch.rate)
+            seen.append((name, contributions, kept, copy(self.params), copy(self.previous),
+                         self.lam.clone(), self.lam_before.clone(), self.shift.clone()))
+        return original(self, name, contributions, batch, shrink)
+
+    monkeypatch.setattr(dro_program.DroProgram, "release", spy)
+    return seen
+
+
+def _logistic(batch, params):
+    """Per-example (loss, gradient) of the logistic model on the batch's rows (float64)."""
+    x = batch.x[0].double()[batch.mask[0]]
+    y = batch.y[0].double()[batch.mask[0]]
+    z = x @ params["weight"][0, 0].double() + params["bias"][0, 0].double()
+    grad = (torch.sigmoid(z) - y).unsqueeze(-1) * torch.cat([x, torch.ones_like(x[:, :1])], 1)
+    return torch.nn.functional.softplus(z) - y * z, grad
+
+
+def test_eq5_contributions_clip_the_loss_gradient_then_cap_the_weight(problem, monkeypatch):
+    """Alg. 3's per-example terms (README "Deviation: clipping"), recomputed by hand for the
+    logistic model with g'_i = min(e^{l_i/lam - m}, W): v_i = g'_i clip(grad l_i, C) at
+    anchors, h_i = g'_i log g'_i, and the STORM term of s, g'_i(w_t) - (1 - beta) g'_i(w_{t-1})
+    (g'_i alone at the first step), on a run where the clip and the cap both bind."""
+    data, _ = problem
+    clip, cap, beta = 0.8, 1.2, 0.5
+    seen = _spy_contributions(monkeypatch, ("v_anchor", "h_anchor", "s"))
+    _fit("dp_recursive_spider", data, epsilon=1.0, seeds=(0,), batch_size=100,
+         anchor_batch_size=200, epochs=2.0, period=3, lr=2.0, lam_init=0.3, clip=clip,
+         weight_cap=cap, beta=beta)
+
+    def weights(batch, params, lam, shift):
+        loss, grad = _logistic(batch, params)
+        g = torch.exp(loss / lam[0].double() - shift[0].double())
+        return g, torch.clamp(g, max=cap), grad
+
+    capped = clipped = 0
+    for name, contributions, batch, params, previous, lam, lam_before, shift in seen:
+        g, weight, grad = weights(batch, params, lam, shift)
+        if name == "v_anchor":
+            norm = grad.norm(dim=1, keepdim=True)
+            expected = weight.unsqueeze(-1) * grad * torch.clamp(clip / norm, max=1.0)
+            got = torch.cat([contributions["weight"][0].flatten(start_dim=1),
+                             contributions["bias"][0].flatten(start_dim=1)], dim=1)
+            clipped += int((norm > clip).sum())
+            capped += int((g > cap).sum())
+        elif name == "h_anchor":
+            expected, got = weight * torch.log(weight), contributions[0]
+        else:
+            old = 0.0 if previous is None else (1 - beta) * weights(
+                batch, previous, lam_before, shift)[1]
+            expected, got = weight - old, contributions[0]
+        got = got[batch.mask[0]].double()
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-6)
+    assert {entry[0] for entry in seen} == {"v_anchor", "h_anchor", "s"}
+    assert capped and clipped  # both the cap and the clip bound some examples
+
+
+@pytest.mark.parametrize("name", ["dp_sgda_dro", "privatediff_dro", "dp_double_spider",
+                                  "dp_recursive_spider"])
+def test_contributions_are_within_their_bound_before_the_release_clips(problem, monkeypatch,
+                                                                         name):
+    """On rows with outlying inputs (losses in the hundreds: e^{l/lam} far beyond the weight
+    cap), every per-example contribution handed to a release is within the release's bound (a
+    SPIDER difference: its bound before the movement shrink), so the bound holds by
+    construction and the release's own clip changes nothing; the bound is reached (W C)."""
+    from dpminimax.algorithms import dro_program
+    from dpminimax.kernels.clip import per_sample_norms
+
+    data, _ = problem
+    x = data.x_train.copy()
+    x[:40] *= 100.0
+    outliers = toy_dataset(x, data.y_train, data.s_train)
+    ratios = []
+    original = dro_program.DroProgram.release
+
+    def spy(self, release, contributions, batch, shrink=None):
+        values = ({"value": contributions.unsqueeze(-1)}
+                  if isinstance(contributions, torch.Tensor) else contributions)
+        norms = per_sample_norms(values) * batch.mask
+        ratios.append(float((norms / self.releases[release].clip.unsqueeze(-1)).max()))
+        return original(self, release, contributions, batch, shrink)
+
+    monkeypatch.setattr(dro_program.DroProgram, "release", spy)
+    _fit(name, outliers, epsilon=1.0, seeds=(0, 1), batch_size=50, anchor_batch_size=100,
+         epochs=1.0, period=3, lr=0.5, clip=0.5, weight_cap=2.0, lam=0.5, lam_init=0.5)
+    assert max(ratios) == pytest.approx(1.0, rel=1e-5), max(ratios)
+
+
+@pytest.mark.parametrize("cap", [5.0, 0.2])
+def test_alg3_release_bounds_are_the_ranges_of_its_terms(cap):
+    """The plan's sensitivities (README "Deviation: clipping"): v W C (a difference 2 W C),
+    h = g log g over g in (0, W]: its largest magnitude (a difference: its range), s W; checked
+    against the terms on a fine grid of g."""
+    from dpminimax.privacy.release import releases_of
+
+    clip = 0.7
+    plan = get_method("dp_recursive_spider").plan(
+        RunSpec(0, 1.0, 1e-5, {"clip": clip, "weight_cap": cap}), 1000)
+    bounds = {r.name: r.sensitivity for r in releases_of(plan.releases)}
+    g = torch.linspace(1e-9, cap, 200_001, dtype=torch.float64)
+    h = g * torch.log(g)
+    assert bounds["v_anchor"] == pytest.approx(cap * clip)
+    assert bounds["v_difference"] == pytest.approx(2 * cap * clip)
+    assert bounds["h_anchor"] == pytest.approx(float(h.abs().max()), rel=1e-6)
+    assert bounds["h_difference"] == pytest.approx(float(h.max() - h.min()), rel=1e-6)
+    assert bounds["s"] == pytest.approx(cap)

@@ -167,7 +167,7 @@ class DualSpiderProgram(DroProgram):
         """Per-example min(w_i, W) clip(grad l_i, C) at ``params`` and ``eta``."""
         return self.clipped_weighted_gradients(
             params, batch, lambda losses: dual_weights(losses, eta, self.lam, self.cap),
-            self.clip)
+            self.clip)[1]
 
     def step(self) -> None:
         draws = self.schedule(self.t)

@@ -320,14 +320,16 @@ class DroProgram:
 
     def clipped_weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
                                    weight: Callable[[torch.Tensor], torch.Tensor],
-                                   clip: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Per-example ``weight(l)_i clip(grad l_i, C)`` (R, B, ...): the loss gradient clipped
-        to the per-run ``clip`` (R,) BEFORE the weight, so a weight bounded by W bounds each
-        example's contribution by W C (papers/dpdro/README.md, "Deviation: clipping")."""
+                                   clip: torch.Tensor
+                                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Losses (R, B) and per-example ``weight(l)_i clip(grad l_i, C)`` (R, B, ...): the loss
+        gradient clipped to the per-run ``clip`` (R,) BEFORE the weight, so a weight bounded by
+        W bounds each example's contribution by W C (papers/dpdro/README.md, "Deviation:
+        clipping")."""
         losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
         factor = clip_factors(per_sample_norms(grads), clip) * weight(losses)
-        return {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
-                for k, g in grads.items()}
+        return losses, {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
+                        for k, g in grads.items()}
 
     def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
                 batch: Minibatch, shrink: torch.Tensor | None = None):

@@ -11,8 +11,9 @@ at once (losses (R, B), per-run scalars (R,)):
   private methods' bounded weighting; papers/dpdro/README.md, "Deviation: clipping").
 * Eq. (5), the KL-constrained problem min_{x, lam >= lam0} Psi(x, lam) = lam log(mean e^{l/lam})
   + lam rho (Alg. 3, SCDRO), through g(w; xi) = e^{l/lam}: grad_x g_i = (g_i / lam) grad l_i and
-  grad_lam g_i = -(l_i / lam^2) g_i. :func:`compositional_terms` gives g in units of e^m for a
-  public shift m (spec §10.3: the max-loss shift of the SCDRO code, made public here).
+  grad_lam g_i = -(l_i / lam^2) g_i. :func:`compositional_weights` gives g in units of e^m for a
+  public shift m (spec §10.3: the max-loss shift of the SCDRO code, made public here); there
+  grad_lam g_i = -(g_i / lam)(log g_i + m).
 
 The exponent is capped at :data:`EXP_CAP` (a numerical guard: contributions are clipped anyway).
 """
@@ -54,13 +55,10 @@ def dual_weights(losses: torch.Tensor, eta: torch.Tensor, lam: torch.Tensor,
     return w if cap is None else torch.minimum(w, cap.unsqueeze(-1))
 
 
-def compositional_terms(losses: torch.Tensor, lam: torch.Tensor, shift: torch.Tensor
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(g_i, grad_lam g_i)`` (R, B) of Eq. (5) in units of e^{shift}: g_i = e^{l_i/lam - m},
-    grad_lam g_i = -(l_i / lam^2) g_i (grad_x g_i = (g_i / lam) grad l_i)."""
-    lam = lam.unsqueeze(-1)
-    g = torch.exp(torch.clamp(losses / lam - shift.unsqueeze(-1), max=EXP_CAP))
-    return g, -losses / lam.square() * g
+def compositional_weights(losses: torch.Tensor, lam: torch.Tensor, shift: torch.Tensor
+                          ) -> torch.Tensor:
+    """g_i = e^{l_i/lam - m} (R, B) of Eq. (5) in units of e^m, m = ``shift`` (R,)."""
+    return torch.exp(torch.clamp(losses / lam.unsqueeze(-1) - shift.unsqueeze(-1), max=EXP_CAP))
 
 
 def psi(losses: torch.Tensor, lam: torch.Tensor, rho: float) -> torch.Tensor:

@@ -2,25 +2,37 @@
 Table 3), on the KL-constrained compositional problem Eq. (5): min over (x, lam >= lam0) of
 Psi = lam log(g_2) + lam rho with g_2 = mean e^{l_i / lam}.
 
-Per step, from one Poisson batch (spec 004 §2.3 with the fixes of §10.3):
+In units of e^m for a public shift m (g_i = e^{l_i/lam - m}, s = mean g_i, h = mean g_i log g_i)
+the gradients are grad_x Psi = (lam / s) grad_x g_2 = mean (g_i / s) grad l_i and
+grad_lam Psi = log s + m + rho + (lam / s) grad_lam g_2 = rho + log s - h / s, because
+grad_lam g_i = -(g_i / lam)(log g_i + m) (the m terms cancel). Each example's weight is capped at
+W (``weight_cap``), g'_i = min(g_i, W), and its loss gradient is clipped at C before the weight,
+as the Eq. (3) methods do (papers/dpdro/README.md, "Deviation: clipping"). Per step, from one
+Poisson batch (spec 004 §2.3 with the fixes of §10.3):
 
-* v (estimate of grad_x g_2) and u (of grad_lam g_2): every ``period`` steps an anchor of
-  per-example clipped gradients (clips C1, C3), otherwise the SPIDER accumulation of clipped
-  per-example differences at w_t and w_{t-1} (typo 1: the printed lines 13-14 drop + v_{t-1});
-  difference clips min(c ||w_t - w_{t-1}||, 2C) (Thm. 8's bounds, §10.4);
-* s (estimate of g_2): STORM, s_t = mean clip(g(w_t)) + (1 - beta)(s_{t-1} - mean
-  clip(g(w_{t-1}))) + noise (typo 2: the printed line 16 evaluates both terms at w_t); each
-  example's term is in [-(1 - beta) C5, C5], so the release's bound is C5;
-* z = ((lam / s) v, (lam / s) u + log s + rho) (typo 5: grad f(s) is lam / s), x -= lr z_x,
+* v (estimate of lam grad_x g_2; per example g'_i clip(grad l_i, C), norm <= W C) and h (per
+  example g'_i log g'_i, in [-1/e, W log W] for W >= 1/e): every ``period`` steps an anchor,
+  otherwise the SPIDER accumulation of per-example differences at w_t and w_{t-1} (typo 1: the
+  printed lines 13-14 drop + v_{t-1}), clipped at min(c ||w_t - w_{t-1}||, bound) (Thm. 8's
+  bounds, §10.4; the difference bounds are 2 W C and W log W + 1/e, the range of g log g);
+* s (estimate of g_2): STORM, s_t = mean g'(w_t) + (1 - beta)(s_{t-1} - mean g'(w_{t-1})) +
+  noise (typo 2: the printed line 16 evaluates both terms at w_t); each example's term is in
+  [-(1 - beta) W, W], so the release's bound is W;
+* z = (v / s, rho + log s - h / s) (typo 5: grad f(s) is lam / s), x -= lr z_x,
   lam -= lr_lam z_lam projected on [lam0, inf) (typo 4).
 
-g is kept in units of e^m for a shift m updated from the released s (m += log s after each
-step: post-processing, so public), which keeps e^{l/lam} finite (§10.3; the SCDRO code's
-max-loss shift reads the data). One noise multiplier for every release, calibrated over the
-schedule's event. ``scdro`` is the same program without noise or clipping and with moving
-averages (the SCDRO code's ``SCCMA``: s, v, u <- (1 - beta) old + beta new) in place of SPIDER.
-v, u and s share their batch (the paper draws B1..B4 and xi_0 separately): composed inside one
-sampling event.
+The paper's per-example clips of (g_i / lam) grad l_i, grad_lam g_i and g_i (at C, C_lam, C_s)
+are not used: clipping (g_i / lam) grad l_i erases the DRO weighting, as clipping w_i grad l_i
+does for Eq. (3); with it the noiseless control predicted one class with a test AUC below chance
+on MNIST-ST, and C = inf alone removed that (the README's ablations). Through h the lam gradient
+is bounded by construction, with no clip C_lam to bias it.
+
+m is updated from the released s (m += log s after each step: post-processing, so public), which
+keeps e^{l/lam} finite (§10.3; the SCDRO code's max-loss shift reads the data). One noise
+multiplier for every release, calibrated over the schedule's event. ``scdro`` is the same program
+without noise, cap or clip and with moving averages (the SCDRO code's ``SCCMA``: s, v, h <-
+(1 - beta) old + beta new) in place of SPIDER. v, h and s share their batch (the paper draws
+B1..B4 and xi_0 separately): composed inside one sampling event.
 """
 
 from __future__ import annotations
@@ -46,7 +58,7 @@ from dpminimax.algorithms.dro_program import (
     noiseless_control,
     subtract,
 )
-from dpminimax.algorithms.kl_dro import compositional_terms
+from dpminimax.algorithms.kl_dro import compositional_weights
 from dpminimax.algorithms.params import (
     CLIP,
     COUNT,
@@ -69,33 +81,44 @@ class DpRecursiveSpider(ScheduledDroMethod):
     label: ClassVar[str] = "DP Recursive-SPIDER"
     shared_parameters: ClassVar[tuple[str, ...]] = (*SHARED_PARAMETERS, "estimator")
     release_bounds: ClassVar[dict[str, tuple[str, float]]] = {
-        "v_anchor": ("clip", 1.0), "u_anchor": ("clip_lam", 1.0),
-        "v_difference": ("clip", 2.0), "u_difference": ("clip_lam", 2.0), "s": ("clip_s", 1.0)}
+        "v_anchor": ("clip", 1.0), "h_anchor": ("weight_cap", 1.0),
+        "v_difference": ("clip", 2.0), "h_difference": ("weight_cap", 1.0),
+        "s": ("weight_cap", 1.0)}
     parameters: ClassVar[dict[str, Any]] = {
         **COMMON_PARAMETERS, "lr": 0.1, "lr_lam": 0.01, "lam_init": 5.0, "lam0": 1e-3,
-        "rho": 0.5, "clip": 0.2, "clip_lam": 0.1, "clip_s": 3.0,
-        "difference_clip": DIFFERENCE_CLIP,
+        "rho": 0.5, "clip": 1.0, "weight_cap": 5.0, "difference_clip": DIFFERENCE_CLIP,
         "beta": 0.5, "period": 10, "anchor_batch_size": 1024, "estimator": "spider"}
     checks: ClassVar[dict[str, Check]] = {
         **COMMON_CHECKS, "lr": NON_NEGATIVE, "lr_lam": NON_NEGATIVE, "lam_init": POSITIVE,
-        "lam0": POSITIVE, "rho": NON_NEGATIVE, "clip": CLIP, "clip_lam": CLIP, "clip_s": CLIP,
+        "lam0": POSITIVE, "rho": NON_NEGATIVE, "clip": CLIP, "weight_cap": CLIP,
         "difference_clip": POSITIVE, "beta": POSITIVE, "period": COUNT,
         "anchor_batch_size": COUNT, "estimator": one_of("spider", "momentum")}
+
+    def release_bound(self, name, params) -> float:
+        """v: W C (a difference 2 W C); h: the largest |g log g| over g in (0, W] (a
+        difference: its range); s: W."""
+        cap = float(params["weight_cap"])
+        if name.startswith("v_"):
+            return super().release_bound(name, params) * cap
+        if name.startswith("h_"):
+            low, high = entropy_range(cap)
+            return max(-low, high) if name == "h_anchor" else high - low
+        return cap
 
     def period(self, params) -> int:
         return params["period"] if params["estimator"] == "spider" else 1
 
     def schedule(self, params):
-        """Anchors of (v, u, s) every period steps, differences between (SPIDER); anchors
+        """Anchors of (v, h, s) every period steps, differences between (SPIDER); anchors
         every step (SCDRO's moving averages)."""
         period, momentum = self.period(params), params["estimator"] == "momentum"
 
         def draws(t: int) -> tuple[Draw, ...]:
             if momentum:
-                return (Draw("step", ("v_anchor", "u_anchor", "s")),)
+                return (Draw("step", ("v_anchor", "h_anchor", "s")),)
             if t % period == 0:
-                return (Draw("anchor", ("v_anchor", "u_anchor", "s")),)
-            return (Draw("step", ("v_difference", "u_difference", "s")),)
+                return (Draw("anchor", ("v_anchor", "h_anchor", "s")),)
+            return (Draw("step", ("v_difference", "h_difference", "s")),)
         return draws
 
     def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
@@ -116,27 +139,32 @@ class RecursiveSpiderProgram(DroProgram):
         super().__init__(data, runs, resolved, shared, plans, device, rates=rates, steps=steps,
                          lam0=float(first["lam0"]), rho=float(first["rho"]))
         self.schedule, self.momentum = schedule, momentum
-        (self.lr, self.lr_lam, self.lam0, self.rho, self.beta, self.c_diff, self.clip_s,
-         self.lam) = (per_run(resolved, key, device) for key in (
-             "lr", "lr_lam", "lam0", "rho", "beta", "difference_clip", "clip_s", "lam_init"))
+        (self.lr, self.lr_lam, self.lam0, self.rho, self.beta, self.c_diff, self.clip,
+         self.cap, self.lam) = (per_run(resolved, key, device) for key in (
+             "lr", "lr_lam", "lam0", "rho", "beta", "difference_clip", "clip", "weight_cap",
+             "lam_init"))
         # m_0: the exponent of a uniform prediction's loss (public)
         self.shift = math.log(max(2, self.model.num_classes)) / self.lam
         self.previous: dict[str, torch.Tensor] | None = None
         self.lam_before = self.lam.clone()
         self.s = torch.ones_like(self.lam)
-        self.u = torch.zeros_like(self.lam)
+        self.h = torch.zeros_like(self.lam)
         self.v: dict[str, torch.Tensor] = {}
 
     def extra_curve_values(self) -> dict[str, torch.Tensor]:
         return {"lambda": self.lam}
 
+    def _weights(self, losses: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+        """g'_i = min(e^{l_i/lam - m}, W) (R, B)."""
+        return torch.minimum(compositional_weights(losses, lam, self.shift),
+                             self.cap.unsqueeze(-1))
+
     def _terms(self, params, lam, batch):
-        """Losses, (g_i, grad_lam g_i) and per-example grad_x g_i = (g_i / lam) grad l_i."""
-        def weight(losses):
-            return compositional_terms(losses, lam, self.shift)[0] / lam.unsqueeze(-1)
-        losses, grads = self.weighted_gradients(params, batch, weight)
-        g, g_lam = compositional_terms(losses, lam, self.shift)
-        return g, g_lam, grads
+        """Per example g'_i, g'_i log g'_i and g'_i clip(grad l_i, C) at ``params`` and ``lam``."""
+        losses, grads = self.clipped_weighted_gradients(
+            params, batch, lambda losses: self._weights(losses, lam), self.clip)
+        g = self._weights(losses, lam)
+        return g, torch.special.xlogy(g, g), grads
 
     def _average(self, old, new):
         """SCDRO's moving average (1 - beta) old + beta new (new alone at the first step)."""
@@ -151,67 +179,63 @@ class RecursiveSpiderProgram(DroProgram):
     def step(self) -> None:
         draw = self.schedule(self.t)[0]
         batch = self.draw(draw.rate)
-        g, g_lam, grads = self._terms(self.params, self.lam, batch)
-        capped = torch.minimum(g, self.clip_s.unsqueeze(-1))
-        if self.previous is not None and not self.momentum:
-            g_old, g_lam_old, grads_old = (self._terms(self.previous, self.lam_before, batch)
-                                           if "v_difference" in draw.releases else
-                                           (*self._old_values(batch), None))
+        g, h, grads = self._terms(self.params, self.lam, batch)
         if self.momentum:
             self.v = self._average(self.v, self.release("v_anchor", grads, batch))
-            self.u = self._average(self.u, self.release("u_anchor", g_lam, batch))
-            self.s = self._average(self.s, self.release("s", capped, batch))
+            self.h = self._average(self.h, self.release("h_anchor", h, batch))
+            self.s = self._average(self.s, self.release("s", g, batch))
         else:
             if "v_anchor" in draw.releases:
                 self.v = self.release("v_anchor", grads, batch)
-                self.u = self.release("u_anchor", g_lam, batch)
+                self.h = self.release("h_anchor", h, batch)
+                g_old = (None if self.previous is None else
+                         self._weights(self.losses(self.previous, batch), self.lam_before))
             else:
+                g_old, h_old, grads_old = self._terms(self.previous, self.lam_before, batch)
                 moved = movement(self.params, self.previous, self.lam - self.lam_before)
                 self.v = add_to(self.v, self.release(
                     "v_difference", subtract(grads, grads_old), batch,
                     self.difference_shrink("v_difference", moved, self.c_diff)))
-                self.u = self.u + self.release(
-                    "u_difference", g_lam - g_lam_old, batch,
-                    self.difference_shrink("u_difference", moved, self.c_diff))
-            if self.previous is None:
-                self.s = self.release("s", capped, batch)
-            else:
-                keep = (1 - self.beta).unsqueeze(-1)
-                correction = capped - keep * torch.minimum(g_old, self.clip_s.unsqueeze(-1))
-                self.s = (1 - self.beta) * self.s + self.release("s", correction, batch)
+                self.h = self.h + self.release(
+                    "h_difference", h - h_old, batch,
+                    self.difference_shrink("h_difference", moved, self.c_diff))
+            self.s = self.release("s", g, batch) if g_old is None else (
+                (1 - self.beta) * self.s
+                + self.release("s", g - (1 - self.beta).unsqueeze(-1) * g_old, batch))
         self._update()
         self.record()
 
-    def _old_values(self, batch):
-        """(g_i, grad_lam g_i) at w_{t-1} for the STORM correction (a forward pass only)."""
-        return compositional_terms(self.losses(self.previous, batch), self.lam_before,
-                                   self.shift)
-
     def _update(self) -> None:
         """w_{t+1} = w_t - lr z_t, lam projected on [lam0, inf); then the public shift
-        m += log s rescales s, v, u to units of the new e^m."""
+        m += log s rescales the estimates to units of the new e^m (g_i -> g_i / s: s -> s / s,
+        v -> v / s, h = mean g log g -> (h - s log s) / s)."""
         s = torch.clamp(self.s, min=S_FLOOR)
-        ratio = self.lam / s
-        z_x = {k: along_runs(ratio, v) * v for k, v in self.v.items()}
-        z_lam = ratio * self.u + torch.log(s) + self.shift + self.rho
+        log_s = torch.log(s)
+        z_x = {k: v / along_runs(s, v) for k, v in self.v.items()}
+        z_lam = self.rho + log_s - self.h / s
         self.previous, self.params = self.params, descend(self.params, z_x, self.lr)
         self.lam_before = self.lam
         self.lam = torch.maximum(self.lam - self.lr_lam * z_lam, self.lam0)
-        self.shift = self.shift + torch.log(s)
+        self.shift = self.shift + log_s
+        self.h = (self.h - self.s * log_s) / s
         self.s = self.s / s
-        self.u = self.u / s
         self.v = {k: v / along_runs(s, v) for k, v in self.v.items()}
+
+
+def entropy_range(cap: float) -> tuple[float, float]:
+    """The range (low, high) of g log g over g in (0, W]: its minimum -1/e is at g = 1/e."""
+    top = cap * math.log(cap)
+    return (-1 / math.e if cap >= 1 / math.e else top), max(0.0, top)
 
 
 Scdro = nonprivate_twin(
     DpRecursiveSpider, "Scdro", name="scdro", label="SCDRO (non-private)",
     doc="SCDRO (Qi et al. 2022, SCCMA): Eq. (5) with moving averages, no clipping or noise.",
-    fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf,
-           "estimator": "momentum"})
+    fixed={"clip": math.inf, "weight_cap": math.inf, "estimator": "momentum"})
 Scdro.paper = "Qi et al. 2022 (paper 004's non-private SCDRO row)"
 NonPrivateRecursiveSpider = nonprivate_twin(
     DpRecursiveSpider, "NonPrivateRecursiveSpider", name="recursive_spider",
     label="Recursive-SPIDER (non-private)",
     doc="Alg. 3 without clipping or noise (epsilon = inf).",
-    fixed={"clip": math.inf, "clip_lam": math.inf, "clip_s": math.inf})
+    fixed={"clip": math.inf, "weight_cap": math.inf})
 DpRecursiveSpiderControl = noiseless_control(DpRecursiveSpider, "DpRecursiveSpiderControl")
