@@ -199,12 +199,14 @@ def test_the_paper_grid_scales_and_deltas():
         models = {job.params.get("model", "small_cnn") for job in jobs}
         assert models == ({"resnet20"} if scale == "paper" else {"small_cnn"})
         assert {job.gpus for job in jobs} == ({1} if scale == "paper" else {0})
-    default = expand_jobs(spec, "default")
-    assert {job.dataset for job in default if job.experiment == "table3"} == {
+    default, quick = expand_jobs(spec, "default"), expand_jobs(spec, "quick")
+    assert {job.dataset for job in default if job.experiment == "table3"} == {"mnist-st"}
+    assert {job.dataset for job in quick if job.experiment == "table3"} == {
         "mnist-st", "fashion-mnist-st"}
-    assert {job.method for job in default} == {"dp_sgda_dro", "privatediff_dro",
-                                               "dp_double_spider", "dp_recursive_spider",
-                                               "scdro"}
+    private = {"dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider"}
+    assert {job.method for job in default} == {
+        *private, "scdro", *(f"{name}_control" for name in private)}
+    assert {job.method for job in default if job.experiment != "table3"} == {*private, "scdro"}
 
 
 @pytest.mark.parametrize("name", ["dp_double_spider", "dp_recursive_spider", "scdro"])
