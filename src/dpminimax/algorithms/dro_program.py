@@ -322,14 +322,15 @@ class DroProgram:
                                    weight: Callable[[torch.Tensor], torch.Tensor],
                                    clip: torch.Tensor
                                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Losses (R, B) and per-example ``weight(l)_i clip(grad l_i, C)`` (R, B, ...): the loss
-        gradient clipped to the per-run ``clip`` (R,) BEFORE the weight, so a weight bounded by
-        W bounds each example's contribution by W C (papers/dpdro/README.md, "Deviation:
-        clipping")."""
+        """The weights ``weight(l)`` (R, B) and per-example ``weight(l)_i clip(grad l_i, C)``
+        (R, B, ...): the loss gradient clipped to the per-run ``clip`` (R,) BEFORE the weight,
+        so a weight bounded by W bounds each example's contribution by W C
+        (papers/dpdro/README.md, "Deviation: clipping")."""
         losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
-        factor = clip_factors(per_sample_norms(grads), clip) * weight(losses)
-        return losses, {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
-                        for k, g in grads.items()}
+        weights = weight(losses)
+        factor = clip_factors(per_sample_norms(grads), clip) * weights
+        return weights, {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
+                         for k, g in grads.items()}
 
     def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
                 batch: Minibatch, shrink: torch.Tensor | None = None):

@@ -161,9 +161,8 @@ class RecursiveSpiderProgram(DroProgram):
 
     def _terms(self, params, lam, batch):
         """Per example g'_i, g'_i log g'_i and g'_i clip(grad l_i, C) at ``params`` and ``lam``."""
-        losses, grads = self.clipped_weighted_gradients(
+        g, grads = self.clipped_weighted_gradients(
             params, batch, lambda losses: self._weights(losses, lam), self.clip)
-        g = self._weights(losses, lam)
         return g, torch.special.xlogy(g, g), grads
 
     def _average(self, old, new):
