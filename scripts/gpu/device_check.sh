@@ -3,9 +3,7 @@
 # wheels in .whl and MNIST's four files in .gpudata/mnist carried): the CUDA tests, the kernel
 # benchmarks on CUDA, and one paper-scale network job, timed. Results go to $OUT.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 DPMINIMAX_DATA=$PWD/.gpudata
+source scripts/gpu/device_env.sh
 nvidia-smi -L | tee "$OUT/device.txt"
 python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())" | tee -a "$OUT/device.txt"
 timeout 150 python3 -m pytest tests/gpu -q -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/gpu_tests.txt"

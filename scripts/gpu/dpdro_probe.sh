@@ -3,10 +3,8 @@
 # Recursive-SPIDER and SCDRO (not reached there), and the step size of the controls, with Phi
 # measured on 4,096 training rows. One combined CSV and log come back in $OUT.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 DPMINIMAX_DATA=$PWD/.gpudata \
-  OMP_NUM_THREADS=2
+source scripts/gpu/device_env.sh
+export OMP_NUM_THREADS=2
 BUDGET=${BUDGET:-250}
 mkdir -p /tmp/probe
 run() {  # name, then dpdro_quick.py's arguments

@@ -5,10 +5,8 @@
 # SCDRO), two probes try the SPIDER controls with another step size and difference clip.
 # CSV rows go to $OUT as each fit ends.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 DPMINIMAX_DATA=$PWD/.gpudata \
-  OMP_NUM_THREADS=2
+source scripts/gpu/device_env.sh
+export OMP_NUM_THREADS=2
 BUDGET=${BUDGET:-450}
 nvidia-smi -L | tee "$OUT/device.txt"
 run() {  # name, then dpdro_quick.py's arguments
