@@ -51,14 +51,11 @@ def test_the_default_config_is_the_default_scale():
 @pytest.mark.parametrize("job", JOBS, ids=lambda j: f"{j.paper}/{j.experiment}/{j.dataset}/"
                                                      f"{j.method}/eps~{j.epsilon}")
 def test_every_default_job_plans_on_its_data(job):
-    """The DAG's check (dpminimax.feasibility) on the prepared data itself. A stand-in (the
-    real files absent here: 2,000 synthetic rows, not the dataset's size) is not the data the
-    job is configured for, so its plan is not checked here (a known gap: some default jobs do
-    not plan on a stand-in's size, so a default run without the data refuses them at DAG build)."""
+    """The DAG's check (dpminimax.feasibility) on the prepared data itself, real or stand-in:
+    a stand-in of a dataset whose jobs depend on n has the real training size, so a default run
+    without the files plans (and is refused) exactly as one with them."""
     synthetic = job.dataset in PROBLEMS or job.dataset in BILEVEL_PROBLEMS
     data = None if synthetic else _prepared(job.dataset)
-    if data is not None and data.meta.get("standin"):
-        pytest.skip(f"{job.dataset} is a stand-in here (set DPMINIMAX_DATA to the real files)")
     assert plan_job(job, data=data) > 0
 
 

@@ -34,6 +34,11 @@ CATEGORICAL = ["workclass", "education", "marital-status", "occupation", "relati
 LABELS = ["<=50K", ">50K"]
 GROUPS = ["Male", "Female"]
 TEST_HEADER = "|1x3 Cross validator"
+#: Rows of the real ``adult.data`` (the stand-in's size, so a run without the files plans the
+#: same batch rates and steps).
+TRAIN_ROWS = 32_561
+#: Probability that a stand-in's categorical value is ``?`` (the parser drops such rows).
+SAMPLE_MISSING_RATE = 0.025
 
 
 def read_adult_file(path: str | Path) -> pd.DataFrame:
@@ -75,21 +80,38 @@ _SAMPLE_LEVELS = {
 
 
 def write_adult_sample(directory: Path, n_rows: int, seed: int) -> list[Path]:
-    """Write ``adult.data`` and ``adult.test`` with ``n_rows`` random rows each, UCI format."""
+    """Write ``adult.data`` with ``n_rows`` random rows and ``adult.test`` with half as many
+    (the real files' ratio, 32,561 : 16,281), UCI format; a categorical value is ``?`` with
+    probability :data:`SAMPLE_MISSING_RATE` (about 7% of the real rows have one)."""
     rng = np.random.default_rng(seed)
     written = []
     for file in FILES:
         is_test = file.filename == "adult.test"
+        rows = max(n_rows // 2, 1) if is_test else n_rows
+        columns = {name: _sample_levels(rng, levels, rows)
+                   for name, levels in _SAMPLE_LEVELS.items()}
+        columns |= {"age": rng.integers(17, 91, rows),
+                    "fnlwgt": rng.integers(10_000, 1_500_000, rows),
+                    "education-num": rng.integers(1, 17, rows),
+                    "capital-gain": rng.choice([0, 5178], rows),
+                    "capital-loss": rng.choice([0, 1902], rows),
+                    "hours-per-week": rng.integers(1, 100, rows),
+                    "income": rng.choice(LABELS, rows).astype(object) + ("." if is_test else "")}
+        table = np.column_stack([np.asarray(columns[c]).astype(str) for c in COLUMNS])
         lines = [TEST_HEADER] if is_test else []
-        for _ in range(n_rows):
-            row = {name: str(rng.choice(levels)) for name, levels in _SAMPLE_LEVELS.items()}
-            row |= {"age": rng.integers(17, 91), "fnlwgt": rng.integers(10_000, 1_500_000),
-                    "education-num": rng.integers(1, 17), "capital-gain": rng.choice([0, 5178]),
-                    "capital-loss": rng.choice([0, 1902]), "hours-per-week": rng.integers(1, 100)}
-            label = str(rng.choice(LABELS)) + ("." if is_test else "")
-            lines.append(", ".join([*(str(row[c]) for c in COLUMNS[:-1]), label]))
+        lines += [", ".join(row) for row in table]
         path = Path(directory) / file.filename
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n\n")  # the UCI files end with an empty line
         written.append(path)
     return written
+
+
+def _sample_levels(rng: np.random.Generator, levels: list[str], rows: int) -> np.ndarray:
+    """``rows`` draws of ``levels``; ``?``, where it is a level, at :data:`SAMPLE_MISSING_RATE`."""
+    known = [level for level in levels if level != "?"]
+    if len(known) == len(levels):
+        return rng.choice(levels, rows)
+    p = [SAMPLE_MISSING_RATE if level == "?" else (1 - SAMPLE_MISSING_RATE) / len(known)
+         for level in levels]
+    return rng.choice(levels, rows, p=p)

@@ -45,6 +45,8 @@ NUMERIC = ["LIMIT_BAL", "AGE", *BILL, *PAY_AMT]
 CATEGORICAL = ["EDUCATION", "MARRIAGE", *PAY]
 LABELS = ["no default", "default"]
 GROUPS = ["male", "female"]
+#: Clients in the real table (a stand-in's size).
+ROWS = 30_000
 EXPECTED_ROWS, EXPECTED_DEFAULTS = 30_000, 6_636
 
 

@@ -31,6 +31,8 @@ from dpminimax.data.schema import (
 from dpminimax.data.splits import subsample
 
 PARTS = ("train", "t10k")
+#: Training images of MNIST and Fashion-MNIST (a stand-in's size).
+TRAIN_IMAGES = 60_000
 IDX_NAMES = tuple(f"{part}-{kind}-ubyte.gz" for part in PARTS for kind in ("images-idx3",
                                                                            "labels-idx1"))
 _IDX_MAGIC = {3: 0x0803, 1: 0x0801}  # unsigned bytes, 3 or 1 dimensions
@@ -144,12 +146,14 @@ def write_idx(path: Path, array: np.ndarray) -> Path:
 
 
 def write_idx_sample(directory: Path, n_rows: int, seed: int) -> list[Path]:
-    """Write the four IDX files with ``n_rows`` random 28x28 images and labels 0..9 each."""
+    """Write the four IDX files: ``n_rows`` random 28x28 images and labels 0..9 for training and
+    a sixth as many for testing (the real files' 60,000 : 10,000)."""
     rng = np.random.default_rng(seed)
     written = []
     for part in PARTS:
-        images = rng.integers(0, 256, (n_rows, 28, 28), dtype=np.uint8)
-        labels = rng.integers(0, 10, n_rows, dtype=np.uint8)
+        rows = n_rows if part == "train" else max(n_rows // 6, 1)
+        images = rng.integers(0, 256, (rows, 28, 28), dtype=np.uint8)
+        labels = rng.integers(0, 10, rows, dtype=np.uint8)
         written += [write_idx(Path(directory) / f"{part}-images-idx3-ubyte.gz", images),
                     write_idx(Path(directory) / f"{part}-labels-idx1-ubyte.gz", labels)]
     return written

@@ -49,6 +49,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                       "marital-status, occupation, relationship, race, native-country; sex is "
                       "not a feature (spec 001 sec. 4, 11.12; spec 000 sec. 4)",
         loader=adult.load_adult, sample_writer=adult.write_adult_sample,
+        standin_rows=adult.TRAIN_ROWS,
     ),
     DatasetSpec(
         name="credit-card", kind="tabular", files=credit_card.FILES,
@@ -61,18 +62,21 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                       "one-hot EDUCATION, MARRIAGE, PAY_0, PAY_2-PAY_6 at their raw levels; SEX "
                       "and ID are not features (spec 001 sec. 4 and 11.12)",
         loader=credit_card.load_credit_card, sample_writer=credit_card.write_credit_sample,
+        standin_rows=credit_card.ROWS,
     ),
     DatasetSpec(
         name="mnist", kind="image", files=images.MNIST_FILES,
         citation=_MNIST_CITATION,
         licence="CC BY-SA 3.0", sensitive=None, preprocessing=_IMAGE_PREPROCESSING,
         loader=images.load_mnist, sample_writer=images.write_idx_sample,
+        standin_rows=images.TRAIN_IMAGES,
     ),
     DatasetSpec(
         name="fashion-mnist", kind="image", files=images.FASHION_FILES,
         citation=_FASHION_CITATION,
         licence="MIT", sensitive=None, preprocessing=_IMAGE_PREPROCESSING,
         loader=images.load_fashion_mnist, sample_writer=images.write_idx_sample,
+        standin_rows=images.TRAIN_IMAGES,
     ),
     *(DatasetSpec(
         name=f"{base}-st", kind="image", files=base_spec_files,
@@ -80,6 +84,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                  "ImbalancedDataGenerator (spec 004 sec. 4).",
         licence=licence, sensitive=None, preprocessing=imbalanced.PREPROCESSING,
         loader=loader, sample_writer=images.write_idx_sample, folder=base,
+        standin_rows=images.TRAIN_IMAGES,
     ) for base, base_spec_files, loader, citation, licence in (
         ("mnist", images.MNIST_FILES, imbalanced.load_mnist_st,
          _MNIST_CITATION, "CC BY-SA 3.0"),

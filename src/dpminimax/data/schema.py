@@ -89,8 +89,11 @@ class DatasetSpec:
 
     ``test_fraction`` is the dataset's default share of the test split (tabular data).
     ``folder`` names the directory searched for the files (variants of one dataset share it;
-    default: ``name``). ``declaration`` is the YAML file of a declared dataset
-    (:mod:`~dpminimax.data.declared`).
+    default: ``name``). ``standin_rows`` is the size of its synthetic stand-in (rows or images
+    per training file; default ``standin.STANDIN_ROWS``): the real training size where a
+    configured job's plan depends on n (its batch rate and steps at a given epsilon), so a run
+    without the data plans what it would with it. ``declaration`` is the YAML file of a
+    declared dataset (:mod:`~dpminimax.data.declared`).
     """
 
     name: str
@@ -105,6 +108,7 @@ class DatasetSpec:
     test_fraction: float = 0.25
     folder: str | None = None
     declaration: Path | None = None
+    standin_rows: int | None = None
 
 
 @dataclass

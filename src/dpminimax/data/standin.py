@@ -17,17 +17,20 @@ from pathlib import Path
 from dpminimax.data.checksum import file_digest
 from dpminimax.data.schema import DatasetSpec, LocatedFile
 
-#: Rows (tabular) or images per split written for a stand-in: enough for every rule to run.
+#: Rows (tabular) or images per split written for a stand-in whose spec names no size: enough
+#: for every rule to run.
 STANDIN_ROWS = 2000
 STANDIN_SEED = 0
 STANDIN_NOTE = "NOT RUN: data unavailable here (synthetic stand-in in the canonical format)"
 MISSING_DATA_MODES = ("standin", "fail")
 
 
-def standin_sources(spec: DatasetSpec, directory: Path, rows: int = STANDIN_ROWS,
+def standin_sources(spec: DatasetSpec, directory: Path, rows: int | None = None,
                     seed: int = STANDIN_SEED) -> list[LocatedFile]:
-    """Write the stand-in files of ``spec`` into ``directory`` and describe them as located
-    files whose ``verified_by`` says plainly that they are synthetic."""
+    """Write the stand-in files of ``spec`` into ``directory`` (``rows`` per file or split,
+    default the spec's ``standin_rows``) and describe them as located files whose
+    ``verified_by`` says plainly that they are synthetic."""
+    rows = rows or spec.standin_rows or STANDIN_ROWS
     if spec.sample_writer is None:
         raise ValueError(f"dataset {spec.name!r} has no sample writer, so no stand-in")
     directory.mkdir(parents=True, exist_ok=True)
