@@ -157,3 +157,38 @@ def test_gain_intervals_are_a_deterministic_bootstrap_over_seeds():
         assert gain["low"] < gain["value"] < gain["high"]
         assert gain["high"] - gain["low"] > 1.0  # percent: the noise moves the gain
     assert first["dp_gain_min_positive"]["value"] <= first["dp_gain_mean"]["value"]
+
+
+def test_crossed_gains_put_the_papers_plotted_side_against_ours():
+    """The gain split in two (issue #38): our curve against the paper's plotted point and the
+    paper's plotted curve against our point, by hand on one panel; the plotted side is the same
+    in every bootstrap draw, so a crossed gain's interval is our side's spread only."""
+    from dpminimax.report.gain import measured_crossed_gains
+
+    runs = pd.DataFrame([
+        *({"experiment": "fig", "method": "dpfermi", "dataset": "d", "epsilon": 1.0,
+           "seed": seed, "p_lam": lam, "p_fairness": "demographic_parity",
+           "test_error": err, "dp_violation": viol}
+          for seed in (0, 1) for lam, err, viol in ((0.0, 0.15, 0.20), (1.0, 0.19, 0.04))),
+        {"experiment": "fig", "method": "tran2021b", "dataset": "d", "epsilon": 1.0, "seed": 0,
+         "p_fairness": "demographic_parity", "test_error": 0.17, "dp_violation": 0.03},
+    ])
+    reported = pd.DataFrame({
+        "constraint": "demographic_parity", "dataset": "d", "epsilon": 1.0,
+        "method": ["dpfermi", "dpfermi", "tran2021b"], "test_error": [0.16, 0.18, 0.17],
+        "violation": [0.10, 0.02, 0.09]})
+
+    def claim(curve, point):
+        return {"id": f"{curve}/{point}", "measure": {
+            "metric": "performance_gain.mean_percent", "experiments": ["fig"],
+            "gain": {"violation": "dp_violation", "curve": curve, "point": point}}}
+
+    measured = measured_crossed_gains(runs, [
+        claim("dpfermi", "tran2021b (reported)"), claim("dpfermi (reported)", "tran2021b"),
+        claim("dpfermi (reported)", "tran2021b (reported)")], reported=reported)
+    ours = measured["dpfermi/tran2021b (reported)"]            # ours at 0.17: 0.12
+    assert ours["value"] == pytest.approx(100 * (0.09 - 0.12) / 0.12)
+    assert ours["low"] == ours["high"] == pytest.approx(ours["value"])  # identical seeds
+    theirs = measured["dpfermi (reported)/tran2021b"]           # paper's at 0.17: 0.06
+    assert theirs["value"] == pytest.approx(100 * (0.03 - 0.06) / 0.06)
+    assert "dpfermi (reported)/tran2021b (reported)" not in measured  # no runs: no panel

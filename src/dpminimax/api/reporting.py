@@ -94,7 +94,7 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
     from dpminimax.report.dataset_facts import measured_facts, read_dataset_facts
     from dpminimax.report.dominance import measured_dominance
-    from dpminimax.report.gain import gain_experiments, measured_gains
+    from dpminimax.report.gain import gain_experiments, measured_crossed_gains, measured_gains
     from dpminimax.report.pilot import measured_freezes
     from dpminimax.report.reference import load_claims, load_reported
 
@@ -107,9 +107,10 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     claims = load_claims(claims_path)
     if experiments := alpha_pred_experiments(claims):  # DP bilevel's §5.2 collapse claims
         runs = with_alpha_pred(runs, experiments)
+    plotted = load_reported(reported) if reported else None
     values = {**measured_gains(runs, gain_experiments(claims)), **measured_freezes(runs, claims),
-              **measured_dominance(runs, claims,
-                                   reported=load_reported(reported) if reported else None),
+              **measured_crossed_gains(runs, claims, reported=plotted),
+              **measured_dominance(runs, claims, reported=plotted),
               **measured_facts(claims, read_dataset_facts(data_meta_paths)),
               **(measured or {})}
     known = {claim["id"] for claim in claims}

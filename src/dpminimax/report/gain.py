@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpminimax.report.dominance import DRAWS, percentile_interval, resampled_means
+from dpminimax.report.dominance import (
+    DRAWS,
+    REPORTED_SUFFIX,
+    percentile_interval,
+    resampled_means,
+)
+from dpminimax.report.reference import CONSTRAINT_VIOLATION
 
 KEYS = ("dataset", "epsilon")
 
@@ -94,14 +100,19 @@ SUMMARIES = {"mean": np.mean, "median": np.median, "min_positive": np.min}
 
 
 def resampled_gains(runs: pd.DataFrame, violation: str, *, curve_method: str = "dpfermi",
-                    point_method: str = "tran2021b", draws: int = DRAWS,
-                    seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+                    point_method: str = "tran2021b", reported: pd.DataFrame | None = None,
+                    draws: int = DRAWS, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     """The panels (experiment, dataset, finite epsilon) with both methods, over the runs
     trained for the fairness notion ``violation`` measures (``p_fairness``), and their gains
     (draws + 1, panels): row 0 on the seed means (``curve_method`` per lambda,
     ``point_method`` per panel), rows 1.. on the runs resampled within every (experiment,
     dataset, epsilon, method, lambda). Experiments are never pooled: the same method and
-    epsilon can run in two experiments with different delta or grids."""
+    epsilon can run in two experiments with different delta or grids.
+
+    A method named ``<method> (reported)`` is the paper's plotted curve or point of
+    ``reported`` (the same in every draw; panels are those of the other method's runs): our
+    DP-FERMI against the paper's Tran et al. 2021b, or the paper's DP-FERMI against ours,
+    separates the two sides of a gain that is not reproduced."""
     rows = runs if "experiment" in runs.columns else runs.assign(experiment="")
     rows = rows.assign(epsilon=pd.to_numeric(rows["epsilon"]).astype(float))
     rows = rows.loc[np.isfinite(rows["epsilon"])
@@ -116,21 +127,46 @@ def resampled_gains(runs: pd.DataFrame, violation: str, *, curve_method: str = "
         return empty
     groups, means = resampled_means(rows, [*PANEL, "method", "p_lam"],
                                     ["test_error", violation], draws, seed)
+    plotted = _reported_points(reported, violation)
     panels, gains = [], []
     for panel, members in groups.groupby(list(PANEL), sort=True):
-        curve = members.index[members["method"] == curve_method].to_numpy()
-        point = members.index[members["method"] == point_method].to_numpy()
-        if not len(curve) or not len(point):
+        curve = _draws_of(curve_method, members, means, plotted, panel)
+        point = _draws_of(point_method, members, means, plotted, panel)
+        if curve is None or point is None:
             continue
-        if len(point) != 1:
-            raise ValueError(f"{panel}: expected one {point_method} point, got {len(point)}")
+        if point.shape[1] != 1:
+            raise ValueError(f"{panel}: expected one {point_method} point, "
+                             f"got {point.shape[1]}")
         panels.append(panel)
-        gains.append([relative_gain(means[d, point[0], 1], interpolated_violation(
-            means[d, curve, 0], means[d, curve, 1], means[d, point[0], 0])[0])
-            for d in range(draws + 1)])
+        gains.append([relative_gain(point[d, 0, 1], interpolated_violation(
+            curve[d, :, 0], curve[d, :, 1], point[d, 0, 0])[0]) for d in range(draws + 1)])
     if not panels:
         return empty
     return pd.DataFrame(panels, columns=list(PANEL)), np.array(gains).T
+
+
+def _reported_points(reported: pd.DataFrame | None,
+                     violation: str) -> dict[tuple[str, float, str], np.ndarray]:
+    """(dataset, epsilon, "<method> (reported)") -> the paper's plotted (error, violation)
+    points of the constraint ``violation`` measures, shape (points, 2)."""
+    if reported is None:
+        return {}
+    constraint = {v: c for c, v in CONSTRAINT_VIOLATION.items()}[violation]
+    rows = reported.loc[reported["constraint"] == constraint]
+    return {(dataset, float(eps), method + REPORTED_SUFFIX):
+            group[["test_error", "violation"]].to_numpy(float)
+            for (dataset, eps, method), group in rows.groupby(["dataset", "epsilon", "method"])}
+
+
+def _draws_of(method: str, members: pd.DataFrame, means: np.ndarray,
+              plotted: Mapping[tuple, np.ndarray], panel: tuple) -> np.ndarray | None:
+    """``method``'s points in ``panel`` per draw, (draws + 1, points, 2): its groups' resampled
+    means, or the paper's plotted points repeated; None where it has none there."""
+    if method.endswith(REPORTED_SUFFIX):
+        points = plotted.get((panel[1], float(panel[2]), method))
+        return None if points is None else np.broadcast_to(points, (len(means), *points.shape))
+    index = members.index[members["method"] == method].to_numpy()
+    return means[:, index, :] if len(index) else None
 
 
 def gains_from_runs(runs: pd.DataFrame, violation: str, *, curve_method: str = "dpfermi",
@@ -169,13 +205,46 @@ def measured_gains(runs: pd.DataFrame,
         if experiments and prefix in experiments and "experiment" in runs.columns:
             rows = runs.loc[runs["experiment"].isin(experiments[prefix])]
         _, gains = resampled_gains(rows, violation, draws=draws)
-        if not gains.size:
-            continue
-        for name, summary in SUMMARIES.items():
-            totals = np.array([100.0 * summary(g[np.isfinite(g)]) if np.isfinite(g).any()
-                               else math.nan for g in gains])
-            low, high = (percentile_interval(totals[1:]) if np.isfinite(totals[0])
-                         else (math.nan, math.nan))  # undefined on the means: no interval
-            measured[f"{prefix}_gain_{name}"] = {"value": float(totals[0]), "low": low,
-                                                 "high": high}
+        if gains.size:
+            measured |= {f"{prefix}_gain_{name}": value
+                         for name, value in _summaries(gains).items()}
     return measured
+
+
+def measured_crossed_gains(runs: pd.DataFrame, claims: Sequence[Mapping[str, Any]], *,
+                           reported: pd.DataFrame | None = None,
+                           draws: int = DRAWS) -> dict[str, dict[str, float]]:
+    """Claim id -> the gain summary of every claim whose ``measure`` has a ``gain`` block
+    (``{violation, curve, point}``, a method of our runs or ``<method> (reported)``, the
+    paper's plotted numbers) over ``measure.experiments``; ``measure.metric`` names the
+    summary (``performance_gain.<mean|median|min_positive>_percent``). Absent where no panel
+    has both."""
+    measured = {}
+    for claim in claims:
+        spec = claim.get("measure", {}).get("gain")
+        if spec is None or spec["violation"] not in runs.columns:
+            continue
+        rows = runs
+        if "experiments" in claim["measure"] and "experiment" in runs.columns:
+            rows = runs.loc[runs["experiment"].isin(claim["measure"]["experiments"])]
+        _, gains = resampled_gains(rows, spec["violation"], curve_method=spec["curve"],
+                                   point_method=spec["point"], reported=reported, draws=draws)
+        summary = claim["measure"]["metric"].removeprefix("performance_gain.").removesuffix(
+            "_percent")
+        if gains.size:
+            measured[claim["id"]] = _summaries(gains)[summary]
+    return measured
+
+
+def _summaries(gains: np.ndarray) -> dict[str, dict[str, float]]:
+    """Each of :data:`SUMMARIES` over the panels of ``gains`` (draws + 1, panels), in percent,
+    ``{value, low, high}``: row 0's value and the 95% percentile interval of the others (NaN
+    where no panel's gain is defined on the means)."""
+    result = {}
+    for name, summary in SUMMARIES.items():
+        totals = np.array([100.0 * summary(g[np.isfinite(g)]) if np.isfinite(g).any()
+                           else math.nan for g in gains])
+        low, high = (percentile_interval(totals[1:]) if np.isfinite(totals[0])
+                     else (math.nan, math.nan))  # undefined on the means: no interval
+        result[name] = {"value": float(totals[0]), "low": low, "high": high}
+    return result
