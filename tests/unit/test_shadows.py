@@ -75,11 +75,17 @@ def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
     assert {(row["method"], row["attack"]) for row in metrics} == {
         ("dp_sgd", attack) for attack in ATTACKS}
     assert all(row["pool"] == 120 and row["shadows"] == 4 for row in metrics)
-    for row in metrics:  # the ceilings of a replaced row: fixed-size member sets
+    for row in metrics:  # independent membership: IN and OUT differ by an added row
+        assert row["relation"] == "add_or_remove_one"
+        assert (row["epsilon_ceiling"], row["delta_ceiling"]) == (row["epsilon_spent"], DELTA)
+        assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(row["epsilon_spent"], DELTA))
+    assert len(roc) == len(ATTACKS) * len(ROC_FPRS)
+    fixed, _ = lira_tables({**settings, "membership": "fixed_size"}, memorisable(), 1.0)
+    for row in fixed:  # the ceilings of a replaced row: fixed-size member sets
+        assert row["relation"] == "replace_one"
         assert row["epsilon_ceiling"] == 2 * row["epsilon_spent"]
         assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(*replace_one(
             row["epsilon_spent"], DELTA)))
-    assert len(roc) == len(ATTACKS) * len(ROC_FPRS)
     metrics, _ = lira_tables(settings, memorisable(), math.inf)
     assert {row["method"] for row in metrics} == {"nonprivate"}
     assert all(row["ceiling_auc"] == 1.0 for row in metrics)
