@@ -49,7 +49,8 @@ def attacked(name: str, epsilon: float, bug: str | None = None) -> dict[str, dic
 def test_lira_beats_the_loss_threshold_at_low_fpr_on_a_memorising_model():
     rows = attacked("nonprivate", math.inf)
     lira, loss = rows["lira_online"], rows["loss_threshold"]
-    assert lira["tpr_at_1pct_low"] > 0.02 > loss["tpr_at_1pct"]
+    assert lira["tpr_at_1pct"] > 0.02 > loss["tpr_at_1pct"]
+    assert lira["tpr_at_1pct_low"] > loss["tpr_at_1pct"]  # bounds clustered over 16 targets
     assert lira["auc"] > loss["auc"] + 0.03
 
 

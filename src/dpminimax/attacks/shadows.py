@@ -29,11 +29,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.canaries import planted
 from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
-from dpminimax.attacks.lira import (
-    attack_metrics,
-    epsilon_lower_bound_from_roc,
-    leave_one_out_scores,
-)
+from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs
 from dpminimax.kernels.membership import (
@@ -107,19 +103,17 @@ def attack_scores(losses: np.ndarray, members: np.ndarray) -> dict[str, np.ndarr
 def evaluate(losses: np.ndarray, members: np.ndarray, epsilon: float, delta: float,
              confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
     """``(metric rows, ROC rows)`` of every attack on the models' ``losses`` (M, N): AUC, TPR
-    at 0.1% / 1% FPR with Clopper-Pearson intervals, the empirical epsilon lower bound of the
-    ROC, and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
+    at the checked FPRs with bounds clustered over targets and rows and the epsilon they prove,
+    one Bonferroni family at ``confidence`` (:func:`~dpminimax.attacks.lira.attack_metrics`),
+    and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
     metrics, curves = [], []
     ceiling = {"ceiling_auc": float(dp_auc_ceiling(epsilon, delta)),
                "ceiling_tpr_at_0.1pct": float(dp_tpr_ceiling(1e-3, epsilon, delta)),
                "ceiling_tpr_at_1pct": float(dp_tpr_ceiling(1e-2, epsilon, delta))}
     for attack, scores in attack_scores(losses, members).items():
-        flat, labels = scores.ravel(), members.ravel()
-        metrics.append({"attack": attack, **attack_metrics(flat, labels, confidence=confidence),
-                        "epsilon_lower": epsilon_lower_bound_from_roc(
-                            flat, labels, delta, confidence=confidence),
-                        **ceiling})
-        fpr, tpr, _ = roc_curve(flat, labels)
+        metrics.append({"attack": attack, **attack_metrics(scores, members, delta=delta,
+                                                           confidence=confidence), **ceiling})
+        fpr, tpr, _ = roc_curve(scores.ravel(), members.ravel())
         for f, t in zip(ROC_FPRS, np.interp(ROC_FPRS, fpr, tpr), strict=True):
             curves.append({"attack": attack, "fpr": float(f), "tpr": float(t),
                            "ceiling_tpr": float(dp_tpr_ceiling(f, epsilon, delta))})

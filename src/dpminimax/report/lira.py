@@ -55,10 +55,13 @@ CHANCE_LINE = {"color": CHANCE_COLOUR, "linestyle": (0, (4, 3)), "linewidth": 1.
 
 def lira_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per (dataset, method, epsilon, attack) with ``above_ceiling``: at 0.1% or 1% FPR
-    the lower end of the TPR interval exceeds the DP ceiling of the shadows' relation
-    (``epsilon_ceiling``, ``delta_ceiling``) at the upper end of the FPR interval (both rates
-    are estimated), or the epsilon lower bound exceeds that epsilon: a privacy violation beyond
-    the confidence intervals."""
+    the TPR's lower bound exceeds the DP ceiling of the shadows' relation (``epsilon_ceiling``,
+    ``delta_ceiling``) at the FPR's upper bound (both rates are estimated), or the epsilon lower
+    bound exceeds that epsilon. All are checks of one Bonferroni family of bounds clustered over
+    targets and rows (:func:`dpminimax.attacks.lira.attack_metrics`; the epsilon bound covers
+    the two ceiling checks): a correct mechanism's row is flagged with probability at most
+    about 5% (about: the thresholds are set on the same non-members, the variance is
+    estimated)."""
     epsilon = metrics["epsilon_ceiling"].to_numpy()
     delta = metrics["delta_ceiling"].to_numpy()
     above = metrics["epsilon_lower"] > epsilon
@@ -193,7 +196,8 @@ def _legend_handles(styles: dict[str, SeriesStyle]) -> list[Line2D]:
     """The methods by colour, then the attacks, the ceiling and chance by line style."""
     return [
         *(Line2D([], [], color=s.color, marker=s.marker, label=s.label) for s in styles.values()),
-        Line2D([], [], color="black", marker="o", label="LiRA online (bars: Clopper-Pearson)"),
+        Line2D([], [], color="black", marker="o",
+               label="LiRA online (bars: clustered over targets and rows)"),
         Line2D([], [], color="black", marker="o", markerfacecolor="none", linestyle="--",
                label="loss threshold (Yeom et al. 2018)"),
         Line2D([], [], label="(ε, δ)-DP ceiling", **CEILING_LINE),
