@@ -31,6 +31,7 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf),
             relation = relation_privacy(neighbours, spent, DELTA)
             tags = {"method": method, "epsilon": eps, "epsilon_spent": spent, "delta": DELTA,
                     "shadows": 16, "pool": 2000, "dataset": "adult", "relation": neighbours,
+                    "control": "none",
                     "epsilon_ceiling": relation[0], "delta_ceiling": relation[1]}
             ceiling = {"ceiling_auc": dp_auc_ceiling(*relation),
                        "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, *relation),
@@ -67,7 +68,8 @@ def test_figure_pdf_and_png(tmp_path):
 @pytest.mark.parametrize("select", [
     {"methods": ("dp_sgd",), "epsilons": (1.0,)},
     {"epsilons": (math.inf,)},
-], ids=["one-method-one-epsilon", "non-private-only"])
+    {"methods": ("dp_sgd", "dp_sgd [noise off]"), "epsilons": (1.0, 8.0)},
+], ids=["one-method-one-epsilon", "non-private-only", "with-a-control"])
 def test_figure_thin_tables(tmp_path, select):
     path = tmp_path / "lira.png"
     draw_lira(*tables(**select), [path])
@@ -112,8 +114,8 @@ def test_summary_flags_an_epsilon_lower_bound_above_the_relations_epsilon(neighb
 def test_summary_order_and_columns():
     metrics, _ = tables(epsilons=(math.inf, 8.0, 1.0))
     summary = lira_summary(metrics.sample(frac=1.0, random_state=0))
-    assert list(summary.columns[:5]) == ["dataset", "method", "epsilon", "epsilon_spent",
-                                         "attack"]
+    assert list(summary.columns[:6]) == ["dataset", "method", "control", "epsilon",
+                                         "epsilon_spent", "attack"]
     assert {"tpr_at_0.1pct_low", "tpr_at_1pct_high", "shadows", "pool"} <= set(summary)
     assert "n_members" not in summary
     keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))

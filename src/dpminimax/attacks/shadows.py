@@ -44,6 +44,10 @@ from dpminimax.metrics.classification import roc_curve
 ATTACKS = ("lira_online", "lira_offline", "loss_threshold")
 #: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
 ROC_FPRS = np.logspace(-4, 0, 81)
+#: The planted control trained beside each private method at a block's smallest epsilon:
+#: the same plan and clipping with the noise off (:func:`~dpminimax.attacks.canaries.planted`),
+#: so the table shows what the attack sees of the same mechanism without privacy.
+CONTROL = "noise_off"
 #: Below this many shadows LiRA fits one variance per side (Carlini et al. Sec. VI-B).
 FIXED_VARIANCE_BELOW = 64
 
@@ -129,23 +133,31 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
     epsilon lower bound are for the relation between IN and OUT models (:data:`RELATIONS`;
     :func:`~dpminimax.attacks.dp_ceiling.relation_privacy` of the epsilon spent:
     ``epsilon_ceiling``, ``delta_ceiling``, ``relation``); an accountant certifying another
-    relation than add/remove is refused."""
+    relation than add/remove is refused. At the block's smallest private epsilon each private
+    method also trains its :data:`CONTROL` (method ``"<name> [noise off]"``, ``control``
+    ``"noise_off"``; the real rows' ``control`` is ``"none"``), under the ceiling of the epsilon
+    its plan claims."""
     membership = settings.get("membership", INDEPENDENT)
     pool = pool_of(data, settings.get("max_rows"), membership)
     shadows, delta = int(settings["shadows"]), float(settings["delta"])
     metrics: list[dict] = []
     curves: list[dict] = []
-    for name in trains_at(settings["methods"], epsilon):
+    smallest = min(float(eps) for eps in settings["epsilons"])
+    for name, bug in [(name, bug) for name in trains_at(settings["methods"], epsilon)
+                      for bug in (None, CONTROL)
+                      if bug is None or (get_method(name).private and epsilon == smallest)]:
         losses, members, accounting = shadow_losses(
             name, pool, settings["methods"][name] or {}, epsilon, delta, shadows,
-            seed=int(settings.get("seed", 0)), device=device)
+            seed=int(settings.get("seed", 0)), bug=bug, device=device)
         relations = {record["neighboring_relation"] for record in accounting}
         if relations != {"add_or_remove_one"}:
             raise ValueError(f"lira: {name} accounts under {sorted(relations)}; the ceilings "
                              "are derived from add/remove guarantees")
         spent = max(float(record["epsilon"]) for record in accounting)
         ceiling = relation_privacy(RELATIONS[membership], spent, delta)
-        tags = {"method": name, "epsilon": epsilon, "epsilon_spent": spent, "delta": delta,
+        tags = {"method": name if bug is None else f"{name} [noise off]",
+                "control": bug or "none", "epsilon": epsilon, "epsilon_spent": spent,
+                "delta": delta,
                 "relation": RELATIONS[membership], "epsilon_ceiling": ceiling[0],
                 "delta_ceiling": ceiling[1],
                 "shadows": shadows, "pool": len(pool.y_train), "dataset": data.name}

@@ -39,7 +39,7 @@ from dpminimax.report.style import (
 #: there: it loads torch).
 ATTACK_ORDER = ("lira_online", "lira_offline", "loss_threshold")
 SUMMARY_COLUMNS = (
-    "dataset", "method", "epsilon", "epsilon_spent", "attack", "auc",
+    "dataset", "method", "control", "epsilon", "epsilon_spent", "attack", "auc",
     "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high", "tpr_at_0.1pct_fpr_high",
     "tpr_at_1pct", "tpr_at_1pct_low", "tpr_at_1pct_high", "tpr_at_1pct_fpr_high", "epsilon_lower",
     "ceiling_auc", "ceiling_tpr_at_0.1pct", "ceiling_tpr_at_1pct", "relation",
