@@ -6,11 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 from scipy.stats import binomtest, norm
+from scipy.stats import t as student_t
 
 from dpminimax.attacks.lira import (
     attack_metrics,
     class_matched_nonmembers,
     clopper_pearson_interval,
+    clustered_rate_bounds,
     epsilon_lower_bound_from_roc,
     leave_one_out_scores,
     lira_scores,
@@ -177,7 +179,7 @@ def test_attack_metrics_keys_and_intervals(separable):
     scores, labels = leave_one_out_scores(*separable, targets=range(8))
     result = attack_metrics(scores, labels, fprs=(1e-3, 1e-2, 0.05))
     tags = ["0.1pct", "1pct", "5pct"]
-    assert set(result) == {"auc", "n_members", "n_nonmembers"} | {
+    assert set(result) == {"auc", "epsilon_lower", "n_members", "n_nonmembers"} | {
         f"tpr_at_{tag}{end}" for tag in tags for end in ("", "_low", "_high", "_fpr_high")}
     assert result["n_members"] == labels.sum()
     assert result["n_members"] + result["n_nonmembers"] == labels.size
@@ -190,17 +192,71 @@ def test_fpr_upper_end_is_that_of_the_chosen_threshold():
     """Non-members score 0..999; 20 members score above all of them, one just below the 10th
     highest non-member and the rest below all. At 1% FPR the best threshold lets exactly 10
     non-members through (TPR 21/1000); its FPR's upper end is the Clopper-Pearson bound of 10
-    in 1,000, above the 1% target. At 0.1% the best threshold has no false positive."""
+    in 1,000, above the 1% target. At 0.1% the best threshold has no false positive. One
+    model's trials are independent (Clopper-Pearson alone), each bound one-sided at 0.05 / 8
+    (two FPR and two FNR thresholds, two bounds each): the upper end of a two-sided interval at
+    98.75%."""
     members = np.concatenate([2000.0 + np.arange(20), [989.5], -1.0 - np.arange(979)])
     scores = np.concatenate([np.arange(1000.0), members])
     labels = np.concatenate([np.zeros(1000), np.ones(1000)])
     result = attack_metrics(scores, labels, fprs=(1e-3, 1e-2))
+    level = 1 - 2 * 0.05 / 8
     assert result["tpr_at_1pct"] == pytest.approx(0.021)
-    assert result["tpr_at_1pct_fpr_high"] == pytest.approx(clopper_pearson_interval(10, 1000)[1])
+    assert result["tpr_at_1pct_fpr_high"] == pytest.approx(
+        clopper_pearson_interval(10, 1000, confidence=level)[1])
     assert result["tpr_at_1pct_fpr_high"] > 0.01
     assert result["tpr_at_0.1pct"] == pytest.approx(0.020)
     assert result["tpr_at_0.1pct_fpr_high"] == pytest.approx(
-        clopper_pearson_interval(0, 1000)[1])
+        clopper_pearson_interval(0, 1000, confidence=level)[1])
+    assert result["tpr_at_0.1pct_low"] == pytest.approx(
+        clopper_pearson_interval(20, 1000, confidence=level)[0])
+
+
+def test_clustered_bounds_of_one_leaking_target_of_four():
+    """4 targets x 1,000 member rows, target 0 right on every row, the others on none: rate
+    1/4. z = hits - trials / 4: target sums 750, -250, -250, -250 (squares 750,000), row sums
+    0, cell squares 1,000 (9/16) + 3,000 (1/16) = 750: V = 749,250. The spread t_3 sqrt(V) /
+    4,000 exceeds the rate, so the lower bound is 0, where Clopper-Pearson on 1,000 of 4,000
+    pooled trials says 0.23."""
+    hits = np.zeros((4, 1000), bool)
+    hits[0] = True
+    trials = np.ones_like(hits)
+    alpha = 0.05 / 8
+    low, high = clustered_rate_bounds(hits, trials, alpha)
+    spread = student_t.ppf(1 - alpha, 3) * np.sqrt(749_250) / 4000
+    assert spread > 0.25 and low == 0.0 and high == pytest.approx(min(1.0, 0.25 + spread))
+    assert clopper_pearson_interval(1000, 4000, confidence=1 - 2 * alpha)[0] > 0.23
+
+
+def test_clustered_bounds_of_rows_right_for_every_target():
+    """Every target right on the first 250 rows only: target sums 0, row sums 3 (250 rows) and
+    -1 (750), cells 4 (250 x 9/16 + 750 x 1/16) = 750: V = 2,250 + 750 - 750 = 2,250, wider
+    than Clopper-Pearson on 4,000 trials would be, so it gives the bounds."""
+    hits = np.zeros((4, 1000), bool)
+    hits[:, :250] = True
+    alpha = 0.05 / 8
+    low, high = clustered_rate_bounds(hits, np.ones_like(hits), alpha)
+    spread = student_t.ppf(1 - alpha, 3) * np.sqrt(2250) / 4000
+    assert (low, high) == pytest.approx((0.25 - spread, 0.25 + spread))
+    cp_low, cp_high = clopper_pearson_interval(1000, 4000, confidence=1 - 2 * alpha)
+    assert low < cp_low and high > cp_high
+    with pytest.raises(ValueError, match="shape"):
+        clustered_rate_bounds(hits[0], np.ones(1000), alpha)
+
+
+def test_one_leaking_target_flagged_pooled_but_not_clustered():
+    """Target 0 of 4 separates its members perfectly, the others are at chance. Pooling the
+    4 x 2,000 scores as independent trials (the former Clopper-Pearson intervals) proves an
+    epsilon above 2; clustered over targets, one target of four proves nothing at 95%."""
+    rng = np.random.default_rng(3)
+    labels = rng.random((4, 2000)) < 0.5
+    scores = rng.normal(size=(4, 2000))
+    scores[0] = np.where(labels[0], 10.0, -10.0)
+    pooled = epsilon_lower_bound_from_roc(scores.ravel(), labels.ravel(), delta=1e-5)
+    clustered = attack_metrics(scores, labels, delta=1e-5)
+    assert pooled > 2.0
+    assert clustered["epsilon_lower"] < 0.5
+    assert clustered["tpr_at_1pct"] > 0.25  # the point estimate is the same leak
 
 
 def test_epsilon_bound_of_a_perfect_attack():

@@ -7,7 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, replace_one
+from dpminimax.attacks.dp_ceiling import (
+    dp_auc_ceiling,
+    dp_tpr_ceiling,
+    relation_privacy,
+    replace_one,
+)
 from dpminimax.report.lira import ATTACK_ORDER, draw_lira, lira_summary
 
 matplotlib.use("Agg")
@@ -16,15 +21,18 @@ DELTA = 1e-5
 FPRS = np.logspace(-4, 0, 81)
 
 
-def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf)):
+def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf),
+           neighbours="add_or_remove_one"):
     """Synthetic metrics and ROC tables shaped like :func:`attacks.shadows.lira_tables`."""
     metrics, roc = [], []
     for method in methods:
         for eps in epsilons:
             spent = eps * 0.97 if np.isfinite(eps) else eps
+            relation = relation_privacy(neighbours, spent, DELTA)
             tags = {"method": method, "epsilon": eps, "epsilon_spent": spent, "delta": DELTA,
-                    "shadows": 16, "pool": 2000, "dataset": "adult"}
-            relation = replace_one(spent, DELTA)  # the shadows' fixed-size member sets
+                    "shadows": 16, "pool": 2000, "dataset": "adult", "relation": neighbours,
+                    "control": "none",
+                    "epsilon_ceiling": relation[0], "delta_ceiling": relation[1]}
             ceiling = {"ceiling_auc": dp_auc_ceiling(*relation),
                        "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, *relation),
                        "ceiling_tpr_at_1pct": dp_tpr_ceiling(1e-2, *relation)}
@@ -60,7 +68,8 @@ def test_figure_pdf_and_png(tmp_path):
 @pytest.mark.parametrize("select", [
     {"methods": ("dp_sgd",), "epsilons": (1.0,)},
     {"epsilons": (math.inf,)},
-], ids=["one-method-one-epsilon", "non-private-only"])
+    {"methods": ("dp_sgd", "dp_sgd [noise off]"), "epsilons": (1.0, 8.0)},
+], ids=["one-method-one-epsilon", "non-private-only", "with-a-control"])
 def test_figure_thin_tables(tmp_path, select):
     path = tmp_path / "lira.png"
     draw_lira(*tables(**select), [path])
@@ -84,14 +93,18 @@ def test_summary_flags_a_tpr_interval_above_the_ceiling():
     assert not lira_summary(metrics)["above_ceiling"].any()
 
 
-def test_summary_flags_an_epsilon_lower_bound_above_the_replace_one_epsilon():
-    """Spent 0.97 (add/remove): LiRA's shadows differ by a replaced row, so 1.5 is no violation
-    (replace-one epsilon 1.94) and 2.0 is."""
-    metrics, _ = tables(epsilons=(1.0, math.inf))
+@pytest.mark.parametrize(("neighbours", "allowed", "flagged"),
+                         [("add_or_remove_one", 0.9, 1.0), ("replace_one", 1.5, 2.0)])
+def test_summary_flags_an_epsilon_lower_bound_above_the_relations_epsilon(neighbours, allowed,
+                                                                          flagged):
+    """Spent 0.97 (add/remove): with independent membership IN and OUT differ by an added row,
+    so 1.0 is a violation; with fixed-size shadows by a replaced row, so 1.5 is none (replace-one
+    epsilon 1.94) and 2.0 is."""
+    metrics, _ = tables(epsilons=(1.0, math.inf), neighbours=neighbours)
     planted = (metrics["method"] == "dp_sgd") & (metrics["attack"] == "loss_threshold")
-    metrics.loc[planted, "epsilon_lower"] = 1.5
+    metrics.loc[planted, "epsilon_lower"] = allowed
     assert not lira_summary(metrics)["above_ceiling"].any()
-    metrics.loc[planted, "epsilon_lower"] = 2.0
+    metrics.loc[planted, "epsilon_lower"] = flagged
     summary = lira_summary(metrics)
     flagged = summary.loc[summary["above_ceiling"], ["method", "epsilon", "attack"]]
     assert flagged.to_dict("records") == [
@@ -101,8 +114,8 @@ def test_summary_flags_an_epsilon_lower_bound_above_the_replace_one_epsilon():
 def test_summary_order_and_columns():
     metrics, _ = tables(epsilons=(math.inf, 8.0, 1.0))
     summary = lira_summary(metrics.sample(frac=1.0, random_state=0))
-    assert list(summary.columns[:5]) == ["dataset", "method", "epsilon", "epsilon_spent",
-                                         "attack"]
+    assert list(summary.columns[:6]) == ["dataset", "method", "control", "epsilon",
+                                         "epsilon_spent", "attack"]
     assert {"tpr_at_0.1pct_low", "tpr_at_1pct_high", "shadows", "pool"} <= set(summary)
     assert "n_members" not in summary
     keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))
@@ -117,3 +130,7 @@ def test_replace_one_is_two_add_remove_steps():
     assert eps == 2.0 and delta == pytest.approx((1 + math.e) * 1e-5)
     assert replace_one(math.inf, 1e-5) == (math.inf, 1e-5)
     assert replace_one(np.array([0.5, 3.0]), 1e-5)[0].tolist() == [1.0, 6.0]
+    assert relation_privacy("add_or_remove_one", 1.0, 1e-5) == (1.0, 1e-5)
+    assert relation_privacy("replace_one", 1.0, 1e-5) == replace_one(1.0, 1e-5)
+    with pytest.raises(ValueError, match="relation"):
+        relation_privacy("replace_special", 1.0, 1e-5)

@@ -49,7 +49,8 @@ def attacked(name: str, epsilon: float, bug: str | None = None) -> dict[str, dic
 def test_lira_beats_the_loss_threshold_at_low_fpr_on_a_memorising_model():
     rows = attacked("nonprivate", math.inf)
     lira, loss = rows["lira_online"], rows["loss_threshold"]
-    assert lira["tpr_at_1pct_low"] > 0.02 > loss["tpr_at_1pct"]
+    assert lira["tpr_at_1pct"] > 0.02 > loss["tpr_at_1pct"]
+    assert lira["tpr_at_1pct_low"] > loss["tpr_at_1pct"]  # bounds clustered over 16 targets
     assert lira["auc"] > loss["auc"] + 0.03
 
 
@@ -72,16 +73,29 @@ def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
                 "methods": {"dp_sgd": {"epochs": 2}, "nonprivate": {"epochs": 2}}}
     assert lira_epsilons(settings) == ["1", "inf"]
     metrics, roc = lira_tables(settings, memorisable(), 1.0)
-    assert {(row["method"], row["attack"]) for row in metrics} == {
-        ("dp_sgd", attack) for attack in ATTACKS}
+    assert {(row["method"], row["control"], row["attack"]) for row in metrics} == {
+        (method, control, attack) for attack in ATTACKS
+        for method, control in (("dp_sgd", "none"), ("dp_sgd [noise off]", "noise_off"))}
+    real, control = ([row for row in metrics if row["control"] == c]
+                     for c in ("none", "noise_off"))
+    # the control claims the real method's plan: the same ceilings; it leaks more
+    assert [row["epsilon_ceiling"] for row in control] == [row["epsilon_ceiling"] for row in real]
+    assert max(row["auc"] for row in control) > max(row["auc"] for row in real)
+    metrics = real
     assert all(row["pool"] == 120 and row["shadows"] == 4 for row in metrics)
-    for row in metrics:  # the ceilings of a replaced row: fixed-size member sets
+    for row in metrics:  # independent membership: IN and OUT differ by an added row
+        assert row["relation"] == "add_or_remove_one"
+        assert (row["epsilon_ceiling"], row["delta_ceiling"]) == (row["epsilon_spent"], DELTA)
+        assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(row["epsilon_spent"], DELTA))
+    assert len(roc) == 2 * len(ATTACKS) * len(ROC_FPRS)
+    fixed, _ = lira_tables({**settings, "membership": "fixed_size"}, memorisable(), 1.0)
+    for row in fixed:  # the ceilings of a replaced row: fixed-size member sets
+        assert row["relation"] == "replace_one"
         assert row["epsilon_ceiling"] == 2 * row["epsilon_spent"]
         assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(*replace_one(
             row["epsilon_spent"], DELTA)))
-    assert len(roc) == len(ATTACKS) * len(ROC_FPRS)
     metrics, _ = lira_tables(settings, memorisable(), math.inf)
-    assert {row["method"] for row in metrics} == {"nonprivate"}
+    assert {(row["method"], row["control"]) for row in metrics} == {("nonprivate", "none")}
     assert all(row["ceiling_auc"] == 1.0 for row in metrics)
 
 

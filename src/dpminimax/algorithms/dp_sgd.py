@@ -88,7 +88,7 @@ class DpSgd(Method):
             lr=torch.tensor([p["lr"] for p in resolved], device=device),
             release=BatchedRelease([plan.release("gradient") for plan in plans], device),
             q=resolved[0]["sampling_rate"], steps=resolved[0]["steps"],
-            members=member_rows([run.shadow for run in runs], len(data.y_train), device),
+            members=member_rows([run.shadow for run in runs], data, device),
         )
 
 

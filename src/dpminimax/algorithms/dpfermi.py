@@ -102,7 +102,7 @@ from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_factors
 from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
-from dpminimax.kernels.membership import member_rows, to_rows
+from dpminimax.kernels.membership import Members, member_rows, sample_sizes, to_rows
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
@@ -173,20 +173,25 @@ class Schedule:
         return self.q * self.n if self.q is not None else float(self.batch_size)
 
     def batches(self, generators: Sequence[torch.Generator], device: torch.device,
-                members: torch.Tensor | None = None
+                members: Members | None = None
                 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, float]]:
         """``(index (R, B), mask (R, B), divisor)`` per step; the divisor turns sums into the
         averaged gradients (the expected batch size qn, or the shuffled batch's size). Shadow
-        runs' positions are mapped to their ``members`` rows (R, n)."""
+        runs sample their ``members`` only (n: the plans'; the sampler draws from the pool
+        where membership is independent)."""
+        domain, _ = sample_sizes(members, self.n)
         if self.q is not None:
             for _ in range(self.steps):
-                index, mask = poisson_batches(self.n, self.q, generators, device=device)
-                yield to_rows(index, mask, members), mask, self.batch
+                index, mask = poisson_batches(domain, self.q, generators, device=device)
+                yield *to_rows(index, mask, members), self.batch
             return
+        if domain != self.n:
+            raise ValueError("DP-FERMI's shuffled batches (code_faithful) train shadows on "
+                             "fixed-size member sets only (shadow_membership: fixed_size)")
         for _ in range(self.epochs):
             for index in shuffled_batches(self.n, self.batch_size, generators, device=device):
                 mask = torch.ones_like(index, dtype=torch.bool)
-                yield to_rows(index, mask, members), mask, float(index.shape[1])
+                yield *to_rows(index, mask, members), float(index.shape[1])
 
 
 class DpFermi(Method):
@@ -227,13 +232,13 @@ class DpFermi(Method):
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
                 plans: Sequence[RunPlan], device: torch.device) -> FermiProgram:
         """:class:`FermiProgram` on the job's batch schedule (Poisson or, code v1, shuffled)."""
-        members = member_rows([run.shadow for run in runs], len(data.y_train), device)
-        n = len(data.y_train) if members is None else members.shape[1]
+        members = member_rows([run.shadow for run in runs], data, device)
+        _, n = sample_sizes(members, len(data.y_train))
         schedule = Schedule.create(n, int(shared["batch_size"]), int(shared["epochs"]),
                                    bool(shared["code_faithful"]))
         counts = (group_counts(data, shared["fairness"])[None] if members is None else
-                  np.stack([group_counts(data, shared["fairness"], rows.cpu().numpy())
-                            for rows in members]))
+                  np.stack([group_counts(data, shared["fairness"], rows)
+                            for rows in members.row_sets()]))
         return FermiProgram(data, [run.seed for run in runs], resolved, plans, counts, schedule,
                             privacy=shared["privacy"], faithful=bool(shared["code_faithful"]),
                             device=device, members=members)
@@ -534,7 +539,7 @@ class FermiProgram:
     def __init__(self, data: PreparedDataset, seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], plans: Sequence[RunPlan], counts: np.ndarray,
                  schedule: Schedule, *, privacy: str, faithful: bool,
-                 device: torch.device, members: torch.Tensor | None = None) -> None:
+                 device: torch.device, members: Members | None = None) -> None:
         runs = len(seeds)
         self.schedule, self.steps = schedule, schedule.steps
         self.batches = schedule.batches(

@@ -18,7 +18,7 @@ import torch
 
 from dpminimax.data.inputs import ImageFileRows
 from dpminimax.kernels.gather import RowGatherer, batch_values
-from dpminimax.kernels.membership import to_rows
+from dpminimax.kernels.membership import Members, sample_sizes, to_rows
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.privacy.release import BatchedRelease
@@ -39,25 +39,25 @@ class NoisySgd:
         release: BatchedRelease,
         q: float,
         steps: int,
-        members: torch.Tensor | None = None,
+        members: Members | None = None,
     ) -> None:
         device = y.device
         self.model = model
         self.rows = rows
         self.y = y
-        self.members = members  # shadow runs' member rows (R, m): they sample only those
-        self.n = len(y) if members is None else members.shape[1]
+        self.members = members  # shadow runs' member sets: they sample only those
+        self.n, planned = sample_sizes(members, len(y))
         self.q = q
         self.steps = steps
         self.release = release
         self.state = model.init_state(len(seeds), device, seeds)
         self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
-        self.scale = lr / expected_batch_size(self.n, q)
+        self.scale = lr / expected_batch_size(planned, q)
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        index = to_rows(index, mask, self.members)
+        index, mask = to_rows(index, mask, self.members)
         grads = self.model.clipped_grad_sum(
             self.state, self.rows.take(index), batch_values(self.y, index), mask, self.release.clip
         )

@@ -60,7 +60,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs, training_rows
 from dpminimax.kernels.gather import batch_values
 from dpminimax.kernels.grouped import grouped_sums
-from dpminimax.kernels.membership import member_rows, to_rows
+from dpminimax.kernels.membership import Members, member_rows, sample_sizes, to_rows
 from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -167,8 +167,7 @@ class RacoDp(Method):
                              [self.constraint_set(p, data) for p in resolved],
                              [run.seed for run in runs], resolved,
                              [plan.releases for plan in plans], device=device,
-                             members=member_rows([run.shadow for run in runs],
-                                                 len(data.y_train), device))
+                             members=member_rows([run.shadow for run in runs], data, device))
 
     def preflight(self, data: PreparedDataset, runs: Sequence[RunSpec]) -> None:
         """Plan every run's step count on ``data`` (raises where one step exceeds the target)."""
@@ -266,17 +265,17 @@ class RacoDpProgram:
     def __init__(self, model: BatchedLogisticRegression | BatchedNetwork, data: PreparedDataset,
                  constraints: Sequence[RateConstraintSet], seeds: Sequence[int],
                  params: Sequence[dict[str, Any]], releases: Sequence[Batch], *,
-                 device: torch.device, members: torch.Tensor | None = None) -> None:
+                 device: torch.device, members: Members | None = None) -> None:
         first = constraints[0]
         self.model = model
         self.rows = training_rows(data, device)
         self.y = torch.as_tensor(data.y_train, device=device)
         self.cells = torch.as_tensor(
             first.cells(data.y_train, data.s_train), device=device).long()
-        self.members = members  # shadow runs' member rows (R, m): they sample only those
-        self.n = len(self.y) if members is None else members.shape[1]
+        self.members = members  # shadow runs' member sets: they sample only those
+        self.n, planned = sample_sizes(members, len(self.y))
         self.q = [batch.sampling_rate for batch in releases]
-        self.batch = torch.tensor([expected_batch_size(self.n, q) for q in self.q],
+        self.batch = torch.tensor([expected_batch_size(planned, q) for q in self.q],
                                   device=device)
         self.total_steps = torch.tensor([batch.count for batch in releases], device=device)
         self.fewest_steps = int(self.total_steps.min())
@@ -305,7 +304,7 @@ class RacoDpProgram:
 
     def step(self) -> None:
         index, mask = poisson_batches(self.n, self.q, self.sampling, device=self.y.device)
-        index = to_rows(index, mask, self.members)
+        index, mask = to_rows(index, mask, self.members)
         x = self.rows.take(index)
         y, cells = batch_values(self.y, index), batch_values(self.cells, index)
         released: dict[str, torch.Tensor] = {}

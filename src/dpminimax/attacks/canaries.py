@@ -43,6 +43,9 @@ GROSS_BUGS = ("noise_off", "noise_over_batch", "clipping_removed")
 #: Noise divided by a factor: violations near the claim (positive controls of the audit's power).
 NEAR_CLAIM_BUGS = {"noise_over_2": 2.0, "noise_over_4": 4.0}
 PLANTED_BUGS = (*GROSS_BUGS, *NEAR_CLAIM_BUGS)
+#: ``<release>`` + this suffix: the noise of that release alone divided by 4 (a bug confined to
+#: one release, which :mod:`dpminimax.attacks.release_audit` isolates).
+ONE_RELEASE_BUG = "_noise_over_4"
 #: The canary norm of the ``clipping_removed`` control: far above any clip norm, so that an
 #: unclipped canary contributes about a hundred times a clipped one.
 UNCLIPPED_NORM = 1000.0
@@ -91,17 +94,23 @@ def with_canaries(data: PreparedDataset, count: int, norm: float, seed: int) -> 
 
 @contextlib.contextmanager
 def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
-    """Every :class:`BatchedRelease` made inside the block carries ``bug`` (None: none)."""
+    """Every :class:`BatchedRelease` made inside the block carries ``bug`` (None: none); a
+    ``<release>_noise_over_4`` bug only the releases named ``<release>``."""
     if bug is None:
         yield
         return
-    if bug not in PLANTED_BUGS:
-        raise ValueError(f"unknown planted bug {bug!r}; known: {PLANTED_BUGS}")
+    only = bug.removesuffix(ONE_RELEASE_BUG) if bug.endswith(ONE_RELEASE_BUG) else None
+    if bug not in PLANTED_BUGS and only is None:
+        raise ValueError(f"unknown planted bug {bug!r}; known: {PLANTED_BUGS} and "
+                         f"'<release>{ONE_RELEASE_BUG}'")
     original = BatchedRelease.__init__
 
     def broken(self, releases, device="cpu") -> None:
         original(self, releases, device)
-        if bug == "noise_off":
+        if only is not None:
+            if self.name == only:
+                self.noise_std = self.noise_std / 4.0
+        elif bug == "noise_off":
             self.noise_std = torch.zeros_like(self.noise_std)
         elif bug == "noise_over_batch":
             self.noise_std = self.noise_std / batch_size

@@ -71,6 +71,19 @@ def replace_one(epsilon: ArrayLike, delta: ArrayLike) -> tuple[np.ndarray | floa
     return _scalar_or_array(2.0 * epsilon), _scalar_or_array(grown)
 
 
+def relation_privacy(relation: str, epsilon: ArrayLike, delta: ArrayLike
+                     ) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """The (epsilon, delta) between datasets neighbouring under ``relation`` (IN and OUT
+    models of an attack), from the add/remove (epsilon, delta) an accountant certified:
+    ``"add_or_remove_one"`` keeps them, ``"replace_one"`` is :func:`replace_one`."""
+    if relation == "replace_one":
+        return replace_one(epsilon, delta)
+    if relation != "add_or_remove_one":
+        raise ValueError(f"relation must be 'add_or_remove_one' or 'replace_one', got "
+                         f"{relation!r}")
+    return _scalar_or_array(_epsilon(epsilon)), _scalar_or_array(_as_array("delta", delta))
+
+
 def _as_array(name: str, value: ArrayLike, high: float = 1.0) -> np.ndarray:
     """``value`` as a float array, checked to lie in ``[0, high]``."""
     array = np.asarray(value, dtype=float)

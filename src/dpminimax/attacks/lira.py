@@ -22,12 +22,18 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import beta, norm
+from scipy.stats import beta, norm, t
 
 from dpminimax.metrics.classification import roc_auc, roc_curve
 
 LOSS_FLOOR = 1e-12
 """Losses are clipped below at this value, so ``p = 1`` gives ``phi ~ 27.6`` rather than ``inf``."""
+
+CHECKED_RATES = (1e-3, 1e-2, 1e-1)
+"""The error rates whose thresholds :func:`attack_metrics` checks against the DP ceiling by
+default, each as an FPR (the first inequality's side) and as an FNR (the complementary one's):
+one Bonferroni family of ``2 x 2 x 3`` one-sided bounds (a TPR lower and an FPR upper bound
+per threshold)."""
 
 VARIANCE_FLOOR = 1e-8
 """Absolute floor on fitted variances (``phi`` is in logit units), so that an example whose shadow
@@ -130,41 +136,91 @@ def clopper_pearson_interval(
     return _lower_bound(successes, trials, alpha), _upper_bound(successes, trials, alpha)
 
 
+def clustered_rate_bounds(hits: ArrayLike, trials: ArrayLike, alpha: float
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds, each of error ``alpha``, on the rate ``sum(hits) / sum(trials)`` of
+    ``(..., M, N)`` boolean arrays over M target models x N rows (leading axes: one rate each).
+
+    LiRA's leave-one-out targets share the pool's rows and each other as shadows, so the M N
+    trials are not independent. The bounds are the looser of Clopper-Pearson on the pooled
+    counts (exact for independent trials, and what a rate near 0 or 1 needs) and
+    ``p -/+ t_{M-1}(1 - alpha) sqrt(V) / sum(trials)``, V the two-way cluster-robust variance of
+    ``sum(hits - p trials)`` (Cameron, Gelbach & Miller 2011, Eq. 2.13: the squared sums per
+    target plus the squared sums per row minus the squared cells), with a Student t of M - 1
+    degrees of freedom for the few targets. One target (M = 1) is independent trials:
+    Clopper-Pearson alone."""
+    hits, trials = np.asarray(hits, dtype=float), np.asarray(trials, dtype=float)
+    if hits.ndim < 2 or hits.shape != trials.shape:
+        raise ValueError(f"hits {hits.shape} and trials {trials.shape} must be one (..., M, N) "
+                         "shape")
+    successes, total = hits.sum(axis=(-2, -1)), trials.sum(axis=(-2, -1))
+    low, high = _lower_bound(successes, total, alpha), _upper_bound(successes, total, alpha)
+    if hits.shape[-2] < 2:
+        return low, high
+    rate = successes / np.maximum(total, 1)
+    z = hits - rate[..., None, None] * trials
+    variance = ((z.sum(axis=-1) ** 2).sum(axis=-1) + (z.sum(axis=-2) ** 2).sum(axis=-1)
+                - (z ** 2).sum(axis=(-2, -1)))
+    spread = t.ppf(1 - alpha, hits.shape[-2] - 1) * np.sqrt(np.maximum(variance, 0.0)) \
+        / np.maximum(total, 1)
+    return (np.clip(np.minimum(low, rate - spread), 0.0, 1.0),
+            np.clip(np.maximum(high, rate + spread), 0.0, 1.0))
+
+
 def attack_metrics(
     scores: ArrayLike,
     labels: ArrayLike,
     *,
-    fprs: Sequence[float] = (1e-3, 1e-2),
+    delta: float = 0.0,
+    fprs: Sequence[float] = CHECKED_RATES,
     confidence: float = 0.95,
 ) -> dict[str, float | int]:
-    """AUC and TPR at low FPRs of an attack, pooled over all targets (arrays are flattened).
+    """AUC, TPR at given FPRs and the DP check of an attack, pooled over all targets: ``scores``
+    and ``labels`` are ``(M, N)`` (M target models x N rows, bounds clustered both ways:
+    :func:`clustered_rate_bounds`) or 1-D (independent trials).
 
     For each ``f`` in ``fprs``, ``tpr_at_<tag>`` (tag ``"%g" % (100 f)`` then ``pct``, e.g.
     ``0.1pct``): the largest TPR over ROC thresholds whose FPR is at most ``f``
-    (:func:`~dpminimax.metrics.classification.tpr_at_fpr`), its Clopper-Pearson interval
-    ``tpr_at_<tag>_low`` / ``_high`` over the members at ``confidence``, and
-    ``tpr_at_<tag>_fpr_high``, the upper end of the interval of that threshold's FPR over the
-    non-members (the FPR is estimated too: a ceiling check compares TPR_low with the ceiling at
-    this FPR, not at ``f``). The intervals treat the threshold as fixed: they ignore that it was
-    set on the same non-members. Also ``n_members``, ``n_nonmembers``.
+    (:func:`~dpminimax.metrics.classification.tpr_at_fpr`), its bounds ``tpr_at_<tag>_low`` /
+    ``_high`` over the members, and ``tpr_at_<tag>_fpr_high``, the upper bound of that
+    threshold's FPR over the non-members (a ceiling check compares TPR_low with the ceiling at
+    this FPR, not at ``f``). ``epsilon_lower``: the largest epsilon these bounds prove
+    (:func:`epsilon_lower_bound_from_roc`'s two inequalities, with ``delta``) at those
+    thresholds and at those of FNR at most ``f`` (the smallest FPR with TPR >= 1 - f, where the
+    complementary inequality bites). Every bound is one-sided at error ``(1 - confidence) /
+    (4 len(fprs))`` (Bonferroni over the family), so all of them hold at once, and
+    ``epsilon_lower`` and every
+    ceiling check are valid together, with probability at least ``confidence``. The thresholds
+    are treated as fixed: they are set on the same non-members. Also ``n_members``,
+    ``n_nonmembers``.
     """
-    scores, labels = np.ravel(scores), np.ravel(labels)
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must be in [0, 1), got {delta}")
+    scores, labels = np.atleast_2d(scores).astype(float), np.atleast_2d(_membership(labels))
+    alpha = (1.0 - _confidence(confidence)) / (4 * len(fprs))
     n_members = int(np.count_nonzero(labels))
     n_nonmembers = labels.size - n_members
-    curve_fpr, curve_tpr, _ = roc_curve(scores, labels)
-    result: dict[str, float | int] = {"auc": roc_auc(scores, labels)}
+    curve_fpr, curve_tpr, thresholds = roc_curve(scores.ravel(), labels.ravel())
+    result: dict[str, float | int] = {"auc": roc_auc(scores.ravel(), labels.ravel())}
+    points = []
     for fpr in fprs:
-        tag = f"tpr_at_{fpr * 100:g}pct"
         admissible = np.flatnonzero(curve_fpr <= fpr)
-        point = admissible[np.argmax(curve_tpr[admissible])]  # the smallest FPR among ties
-        tpr = float(curve_tpr[point])
-        low, high = clopper_pearson_interval(round(tpr * n_members), n_members,
-                                             confidence=confidence)
-        _, fpr_high = clopper_pearson_interval(round(curve_fpr[point] * n_nonmembers),
-                                               n_nonmembers, confidence=confidence)
-        result |= {tag: tpr, f"{tag}_low": float(low), f"{tag}_high": float(high),
-                   f"{tag}_fpr_high": float(fpr_high)}
-    return result | {"n_members": n_members, "n_nonmembers": n_nonmembers}
+        points.append(admissible[np.argmax(curve_tpr[admissible])])  # smallest FPR among ties
+    points += [int(np.argmax(curve_tpr >= 1.0 - fnr)) for fnr in fprs]
+    above = scores >= thresholds[points].reshape(-1, 1, 1)  # (K, M, N): predicted IN
+    tpr_low, tpr_high = clustered_rate_bounds(above & labels, np.broadcast_to(labels, above.shape),
+                                              alpha)
+    _, fpr_high = clustered_rate_bounds(above & ~labels, np.broadcast_to(~labels, above.shape),
+                                        alpha)
+    for k, (fpr, point) in enumerate(zip(fprs, points[:len(fprs)], strict=True)):
+        tag = f"tpr_at_{fpr * 100:g}pct"
+        result |= {tag: float(curve_tpr[point]), f"{tag}_low": float(tpr_low[k]),
+                   f"{tag}_high": float(tpr_high[k]), f"{tag}_fpr_high": float(fpr_high[k])}
+    with np.errstate(divide="ignore"):
+        ratios = np.concatenate([(tpr_low - delta) / fpr_high,
+                                 (1.0 - fpr_high - delta) / (1.0 - tpr_low)])
+    return result | {"epsilon_lower": float(np.log(max(1.0, ratios.max()))),
+                     "n_members": n_members, "n_nonmembers": n_nonmembers}
 
 
 def epsilon_lower_bound_from_roc(

@@ -1,13 +1,19 @@
 """LiRA against a method (issue #23): its shadow models as runs of one batched program.
 
-``shadows`` runs of the method, each on its own half of a pool of training rows
-(:mod:`dpminimax.kernels.membership`), are trained as one batched program at the privacy target;
+``shadows`` runs of the method, each on its own member set of a pool of training rows (each row
+in independently with probability 1/2, or a fixed half: :mod:`dpminimax.kernels.membership`),
+are trained as one batched program at the privacy target;
 every model's per-example losses on the whole pool and the membership matrix then give the
 leave-one-out evaluation of Carlini et al. (2022, Sec. V-A): each model in turn is the target
 and the others its shadows. Three attacks score the same models: LiRA online and offline
 (:mod:`dpminimax.attacks.lira`; with one global variance per side below 64 shadows, their Sec.
 VI-B) and the loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
 non-members come from the same pool, so they have the same label mix by construction.
+
+The ceilings any attack must stay under are those of the neighbouring relation between an IN
+and an OUT model (:data:`RELATIONS`, :func:`~dpminimax.attacks.dp_ceiling.relation_privacy`):
+adding a row (independent membership, the default) keeps the accounted (epsilon, delta);
+replacing one (fixed-size sets) gives (2 epsilon, (1 + e^epsilon) delta).
 """
 
 from __future__ import annotations
@@ -22,31 +28,43 @@ import torch
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.canaries import planted
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, replace_one
-from dpminimax.attacks.lira import (
-    attack_metrics,
-    epsilon_lower_bound_from_roc,
-    leave_one_out_scores,
-)
+from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
+from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs
-from dpminimax.kernels.membership import membership_matrix
+from dpminimax.kernels.membership import (
+    FIXED_SIZE,
+    INDEPENDENT,
+    membership_matrix,
+    shadow_membership,
+)
 from dpminimax.metrics.classification import roc_curve
 
 #: The attacks each evaluation reports, strongest first.
 ATTACKS = ("lira_online", "lira_offline", "loss_threshold")
 #: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
 ROC_FPRS = np.logspace(-4, 0, 81)
+#: The planted control trained beside each private method at a block's smallest epsilon:
+#: the same plan and clipping with the noise off (:func:`~dpminimax.attacks.canaries.planted`),
+#: so the table shows what the attack sees of the same mechanism without privacy.
+CONTROL = "noise_off"
 #: Below this many shadows LiRA fits one variance per side (Carlini et al. Sec. VI-B).
 FIXED_VARIANCE_BELOW = 64
 
 
-def pool_of(data: PreparedDataset, max_rows: int | None) -> PreparedDataset:
-    """The attack's pool: the first ``max_rows`` training rows (all when None)."""
-    if max_rows is None or max_rows >= len(data.y_train):
-        return data
-    return replace(data, x_train=data.x_train[:max_rows], y_train=data.y_train[:max_rows],
-                   s_train=data.s_train[:max_rows])
+def pool_of(data: PreparedDataset, max_rows: int | None,
+            membership: str = INDEPENDENT) -> PreparedDataset:
+    """The attack's pool: the first ``max_rows`` training rows (all when None), its shadows
+    drawing their members by ``membership``."""
+    rows = len(data.y_train) if max_rows is None else min(max_rows, len(data.y_train))
+    return replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
+                   s_train=data.s_train[:rows],
+                   meta={**data.meta, "shadow_membership": membership})
+
+
+#: The relation between an IN and an OUT model's member sets: one row added where rows join
+#: independently, one row replaced in sets of a fixed size.
+RELATIONS = {INDEPENDENT: "add_or_remove_one", FIXED_SIZE: "replace_one"}
 
 
 def shadow_losses(method_name: str, pool: PreparedDataset, params: Mapping[str, Any],
@@ -54,8 +72,9 @@ def shadow_losses(method_name: str, pool: PreparedDataset, params: Mapping[str, 
                   bug: str | None = None, device: torch.device | str = "cpu"
                   ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """Train ``shadows`` runs of the method (shadow s: seed ``seed + s``) as one batched program
-    on the pool (``bug``: a planted control, :func:`~dpminimax.attacks.canaries.planted`) and
-    return ``(losses (M, N), members (M, N), accounting records)``."""
+    on the pool (its members drawn by its ``meta["shadow_membership"]``; ``bug``: a planted
+    control, :func:`~dpminimax.attacks.canaries.planted`) and return ``(losses (M, N),
+    members (M, N), accounting records)``."""
     if shadows < 2:
         raise ValueError(f"LiRA needs at least 2 shadow models, got {shadows}")
     method = get_method(method_name)
@@ -72,7 +91,8 @@ def shadow_losses(method_name: str, pool: PreparedDataset, params: Mapping[str, 
     with torch.no_grad():
         losses = fit.model.losses(fit.state, inputs, torch.as_tensor(pool.y_train,
                                                                       device=device))
-    members = membership_matrix([run.shadow for run in runs], len(pool.y_train))
+    members = membership_matrix([run.shadow for run in runs], len(pool.y_train),
+                                shadow_membership(pool.meta))
     return losses.double().cpu().numpy(), members, fit.accounting
 
 
@@ -87,19 +107,17 @@ def attack_scores(losses: np.ndarray, members: np.ndarray) -> dict[str, np.ndarr
 def evaluate(losses: np.ndarray, members: np.ndarray, epsilon: float, delta: float,
              confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
     """``(metric rows, ROC rows)`` of every attack on the models' ``losses`` (M, N): AUC, TPR
-    at 0.1% / 1% FPR with Clopper-Pearson intervals, the empirical epsilon lower bound of the
-    ROC, and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
+    at the checked FPRs with bounds clustered over targets and rows and the epsilon they prove,
+    one Bonferroni family at ``confidence`` (:func:`~dpminimax.attacks.lira.attack_metrics`),
+    and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
     metrics, curves = [], []
     ceiling = {"ceiling_auc": float(dp_auc_ceiling(epsilon, delta)),
                "ceiling_tpr_at_0.1pct": float(dp_tpr_ceiling(1e-3, epsilon, delta)),
                "ceiling_tpr_at_1pct": float(dp_tpr_ceiling(1e-2, epsilon, delta))}
     for attack, scores in attack_scores(losses, members).items():
-        flat, labels = scores.ravel(), members.ravel()
-        metrics.append({"attack": attack, **attack_metrics(flat, labels, confidence=confidence),
-                        "epsilon_lower": epsilon_lower_bound_from_roc(
-                            flat, labels, delta, confidence=confidence),
-                        **ceiling})
-        fpr, tpr, _ = roc_curve(flat, labels)
+        metrics.append({"attack": attack, **attack_metrics(scores, members, delta=delta,
+                                                           confidence=confidence), **ceiling})
+        fpr, tpr, _ = roc_curve(scores.ravel(), members.ravel())
         for f, t in zip(ROC_FPRS, np.interp(ROC_FPRS, fpr, tpr), strict=True):
             curves.append({"attack": attack, "fpr": float(f), "tpr": float(t),
                            "ceiling_tpr": float(dp_tpr_ceiling(f, epsilon, delta))})
@@ -110,22 +128,38 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
                 device: torch.device | str = "cpu") -> tuple[list[dict], list[dict]]:
     """A paper's ``lira:`` block at one ``epsilon``: every listed method that trains at it
     (private methods at finite epsilon, non-private ones at inf) with ``shadows`` shadow
-    models on the pool; ``(metric rows, ROC rows)`` tagged with the method and epsilon. The
-    ceilings and the epsilon lower bound are for the replace-one relation the shadows' fixed-size
-    member sets give (:func:`~dpminimax.attacks.dp_ceiling.replace_one` of the epsilon spent:
-    ``epsilon_ceiling``, ``delta_ceiling``)."""
-    pool = pool_of(data, settings.get("max_rows"))
+    models on the pool (``membership``: how they draw their members, independent by default);
+    ``(metric rows, ROC rows)`` tagged with the method and epsilon. The ceilings and the
+    epsilon lower bound are for the relation between IN and OUT models (:data:`RELATIONS`;
+    :func:`~dpminimax.attacks.dp_ceiling.relation_privacy` of the epsilon spent:
+    ``epsilon_ceiling``, ``delta_ceiling``, ``relation``); an accountant certifying another
+    relation than add/remove is refused. At the block's smallest private epsilon each private
+    method also trains its :data:`CONTROL` (method ``"<name> [noise off]"``, ``control``
+    ``"noise_off"``; the real rows' ``control`` is ``"none"``), under the ceiling of the epsilon
+    its plan claims."""
+    membership = settings.get("membership", INDEPENDENT)
+    pool = pool_of(data, settings.get("max_rows"), membership)
     shadows, delta = int(settings["shadows"]), float(settings["delta"])
     metrics: list[dict] = []
     curves: list[dict] = []
-    for name in trains_at(settings["methods"], epsilon):
+    smallest = min(float(eps) for eps in settings["epsilons"])
+    for name, bug in [(name, bug) for name in trains_at(settings["methods"], epsilon)
+                      for bug in (None, CONTROL)
+                      if bug is None or (get_method(name).private and epsilon == smallest)]:
         losses, members, accounting = shadow_losses(
             name, pool, settings["methods"][name] or {}, epsilon, delta, shadows,
-            seed=int(settings.get("seed", 0)), device=device)
+            seed=int(settings.get("seed", 0)), bug=bug, device=device)
+        relations = {record["neighboring_relation"] for record in accounting}
+        if relations != {"add_or_remove_one"}:
+            raise ValueError(f"lira: {name} accounts under {sorted(relations)}; the ceilings "
+                             "are derived from add/remove guarantees")
         spent = max(float(record["epsilon"]) for record in accounting)
-        ceiling = replace_one(spent, delta)
-        tags = {"method": name, "epsilon": epsilon, "epsilon_spent": spent, "delta": delta,
-                "epsilon_ceiling": ceiling[0], "delta_ceiling": ceiling[1],
+        ceiling = relation_privacy(RELATIONS[membership], spent, delta)
+        tags = {"method": name if bug is None else f"{name} [noise off]",
+                "control": bug or "none", "epsilon": epsilon, "epsilon_spent": spent,
+                "delta": delta,
+                "relation": RELATIONS[membership], "epsilon_ceiling": ceiling[0],
+                "delta_ceiling": ceiling[1],
                 "shadows": shadows, "pool": len(pool.y_train), "dataset": data.name}
         rows, roc = evaluate(losses, members, *ceiling)
         metrics += [{**tags, **row} for row in rows]
