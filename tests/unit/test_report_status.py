@@ -4,7 +4,9 @@ reported."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,11 +22,16 @@ def plan(tmp_path):
     it, the notebook needing the table, and a leak table not drawn from the runs."""
     runs = tmp_path / "runs.parquet"
     metrics = [tmp_path / f"train/{job}/metrics.parquet" for job in ("a", "b")]
-    for path in metrics:
-        path.parent.mkdir(parents=True)
-        path.write_text("m")
+    planned = {str(path): {"experiment": "e", "dataset": "d", "method": job, "epsilon": "1",
+                           "seeds": (0, 1), "params": {"lr": 0.5}, "code_version": CODE}
+               for path, job in zip(metrics, ("a", "b"), strict=True)}
+    for path, config in planned.items():
+        Path(path).parent.mkdir(parents=True)
+        Path(path).write_text("m")
+        (Path(path).parent / "run_config.json").write_text(json.dumps({**config, "x": 1}))
         os.utime(path, (100, 100))
-    pd.DataFrame({"code_version": [CODE, CODE]}).to_parquet(runs)
+    pd.DataFrame({"experiment": "e", "dataset": "d", "method": ["a", "b"],
+                  "code_version": [CODE, CODE]}).to_parquet(runs)
     os.utime(runs, (200, 200))
     figure, table, notebook, leak = (tmp_path / name for name in
                                      ("figure.png", "table.csv", "report.html", "leak.csv"))
@@ -33,7 +40,7 @@ def plan(tmp_path):
         os.utime(path, (300, 300))
     drawn = [str(figure), str(table), str(notebook)]
     return {"targets": [*drawn, str(leak)], "requires": {str(notebook): [str(table)]},
-            "runs": {str(runs): (drawn, [str(m) for m in metrics])},
+            "runs": {str(runs): (drawn, planned)},
             "paths": dict(runs=runs, metrics=metrics, figure=figure, table=table,
                           notebook=notebook, leak=leak)}
 
@@ -59,6 +66,9 @@ def test_current_outputs_are_ok_and_missing_ones_listed(plan, tmp_path):
     ("a training job failed", "1 of 2 planned training jobs have no results"),
     ("a job finished after aggregating", "1 training results are newer than it"),
     ("runs of other code", "trained by code 0000000000000000, not this code"),
+    ("a job of another configuration", "1 training jobs ran with another configuration or "
+                                       "code, e.g. "),
+    ("runs of a larger plan", "holds 1 jobs that are not in this plan"),
     ("runs deleted", "runs.parquet: missing"),
 ])
 def test_stale_outputs_say_why(plan, tmp_path, change, reason):
@@ -69,15 +79,24 @@ def test_stale_outputs_say_why(plan, tmp_path, change, reason):
         p["metrics"][1].unlink()
     elif change == "a job finished after aggregating":
         os.utime(p["metrics"][0], (250, 250))
-    elif change == "runs of other code":
-        pd.DataFrame({"code_version": [CODE, "0000000000000000"]}).to_parquet(p["runs"])
+    elif change in ("runs of other code", "runs of a larger plan"):
+        other = change == "runs of other code"
+        pd.DataFrame({"experiment": "e", "dataset": "d", "method": ["a", "b" if other else "c"],
+                      "code_version": [CODE, "0000000000000000" if other else CODE]},
+                     ).to_parquet(p["runs"])
         os.utime(p["runs"], (200, 200))
+    elif change == "a job of another configuration":
+        recorded = p["metrics"][1].parent / "run_config.json"
+        config = json.loads(recorded.read_text())
+        recorded.write_text(json.dumps({**config, "seeds": [0, 1, 2]}))
     else:
         p["runs"].unlink()
     table, page = _status(plan, tmp_path)
     row = table.loc[str(p["figure"])]
     assert row["status"] == "stale" and reason in row["reason"] and row["in_report"]
     assert reason in page
+    if change == "a job of another configuration":  # names the job and the key
+        assert row["reason"].endswith(f"{p['metrics'][1].parent} (seeds)")
     if change != "figure older than runs":  # every output drawn from those runs
         assert (table.loc[[str(p["table"]), str(p["notebook"])], "status"] == "stale").all()
     assert table.loc[str(p["leak"]), "status"] == "missing"

@@ -36,7 +36,8 @@ def write_report_status():
         requires[f"{RESULTS}/{paper}/tables/claims.csv"] = measured_outputs(paper)
         runs[f"{RESULTS}/{paper}/runs.parquet"] = (
             [t for t in mine if _drawn_from_runs(paper, t)],
-            [f"{job.train_dir}/metrics.parquet" for job in paper_jobs(paper)])
+            {f"{job.train_dir}/metrics.parquet": job.run_config(TRAIN_CODE)
+             for job in paper_jobs(paper)})
     return report_status(targets, requires, runs, TRAIN_CODE, STATUS_PAGE)
 
 

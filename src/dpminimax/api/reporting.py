@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -195,20 +196,22 @@ def make_lira_report(metric_paths: Sequence[str | Path], roc_paths: Sequence[str
 
 
 def report_status(targets: Sequence[str], requires: Mapping[str, Sequence[str]],
-                  runs: Mapping[str, tuple[str, Sequence[str]]], code_version: str,
-                  out_path: str | Path) -> pd.DataFrame:
+                  runs: Mapping[str, tuple[Sequence[str], Mapping[str, Mapping[str, Any]]]],
+                  code_version: str, out_path: str | Path) -> pd.DataFrame:
     """What a Snakemake report of a (partial or failed) run can show, and what it cannot.
 
     ``targets``: the outputs the configured plan reports; ``requires``: a target's report
     inputs (without them it is left out); ``runs``: per ``runs.parquet``, the targets drawn from
-    it and the ``metrics.parquet`` of every training job the plan feeds into it. A target is
-    *missing* (not written), *stale* (written, but older than its runs.parquet, drawn from a
-    runs.parquet that lacks planned jobs, is older than one of their results or was trained by
-    other code; or a report input is missing) or *ok*; ``in_report``: written, with its report
-    inputs (what a report can show). Writes an HTML page listing the missing and stale ones;
-    returns the table (``output``, ``status``, ``reason``, ``in_report``)."""
-    reasons = {path: _runs_problems(Path(path), trained, code_version)
-               for path, (_, trained) in runs.items()}
+    it and, per ``metrics.parquet`` of a training job the plan feeds into it, the job's planned
+    run configuration (what ``run_config.json`` beside it must record). A target is *missing*
+    (not written), *stale* (written, but older than its runs.parquet, or drawn from a
+    runs.parquet that lacks planned jobs, is older than one of their results, holds jobs that
+    are not in the plan or was trained by other code or with another configuration; or a
+    report input is missing) or *ok*; ``in_report``: written, with its report inputs (what a
+    report can show). Writes an HTML page listing the missing and stale ones; returns the
+    table (``output``, ``status``, ``reason``, ``in_report``)."""
+    reasons = {path: _runs_problems(Path(path), planned, code_version)
+               for path, (_, planned) in runs.items()}
     drawn_from = {target: path for path, (drawn, _) in runs.items() for target in drawn}
     rows = []
     for target in targets:
@@ -234,23 +237,51 @@ def report_status(targets: Sequence[str], requires: Mapping[str, Sequence[str]],
     return table
 
 
-def _runs_problems(runs: Path, trained: Sequence[str], code_version: str) -> str:
+#: The columns of runs.parquet that name a training job (with its epsilon).
+JOB_COLUMNS = ("experiment", "dataset", "method")
+
+
+def _runs_problems(runs: Path, planned: Mapping[str, Mapping[str, Any]],
+                   code_version: str) -> str:
     """Why the figures and tables drawn from ``runs`` do not show the planned results ('' if
-    they do): it or planned training results missing, results newer than it, other code."""
+    they do): it or planned training results missing, results newer than it, jobs of another
+    plan in it, jobs trained by other code or with another configuration."""
     if not runs.exists():
         return "missing"
-    absent = [m for m in trained if not Path(m).exists()]
+    absent = [m for m in planned if not Path(m).exists()]
     if absent:
-        return (f"{len(absent)} of {len(trained)} planned training jobs have no results "
+        return (f"{len(absent)} of {len(planned)} planned training jobs have no results "
                 f"(failed or not run), e.g. {Path(absent[0]).parent}")
-    newer = [m for m in trained if Path(m).stat().st_mtime > runs.stat().st_mtime]
+    newer = [m for m in planned if Path(m).stat().st_mtime > runs.stat().st_mtime]
     if newer:
         return f"{len(newer)} training results are newer than it (not aggregated)"
-    frame = pd.read_parquet(runs, columns=["code_version"])
-    other = sorted(set(frame["code_version"]) - {code_version})
+    other = {m: key for m, config in planned.items()
+             if (key := _config_difference(Path(m).parent / "run_config.json", config))}
     if other:
-        return f"trained by code {other[0]}, not this code ({code_version})"
+        metrics, key = next(iter(other.items()))
+        return (f"{len(other)} training jobs ran with another configuration or code, e.g. "
+                f"{Path(metrics).parent} ({key})")
+    frame = pd.read_parquet(runs)
+    codes = sorted(set(frame.get("code_version", pd.Series(dtype=str))) - {code_version})
+    if codes:
+        return f"trained by code {codes[0]}, not this code ({code_version})"
+    if set(JOB_COLUMNS) <= set(frame.columns):
+        jobs = {tuple(config[c] for c in JOB_COLUMNS) for config in planned.values()}
+        extra = set(frame[list(JOB_COLUMNS)].itertuples(index=False, name=None)) - jobs
+        if extra:
+            return (f"holds {len(extra)} jobs that are not in this plan (another "
+                    f"configuration), e.g. {'/'.join(map(str, sorted(extra)[0]))}")
     return ""
+
+
+def _config_difference(recorded_path: Path, planned: Mapping[str, Any]) -> str:
+    """The first key of ``planned`` that the recorded run configuration differs on ('' if
+    none; 'run_config.json' if it was not written)."""
+    if not recorded_path.exists():
+        return "no run_config.json"
+    recorded = json.loads(recorded_path.read_text())
+    planned = json.loads(json.dumps(planned))  # as JSON records it: lists, not tuples
+    return next((key for key, value in planned.items() if recorded.get(key) != value), "")
 
 
 def _status_page(table: pd.DataFrame) -> str:
