@@ -244,9 +244,9 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
     an error.
     """
     method_obj = get_method(method)
+    problem = None
     if method_obj.task.draws_data:
-        X, data, encoder, levels = _problem_input(method_obj, X, y, s, test, categorical,
-                                                  params)
+        problem = _problem_name(method_obj, X, y, s, test, categorical, params)
     else:
         _require_data(method_obj, X)
         if s is None and needs_sensitive(method):
@@ -260,11 +260,12 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
     runs = expand_runs(seeds, epsilon, delta, params)
     for run in runs:  # an unknown parameter fails here, before any encoding
         method_obj.resolve(run.params)
-    if not method_obj.task.draws_data:
-        data, encoder, levels = _prepare(X, y, s, test, test_fraction, split_seed, categorical)
-    device = training._start(method_obj, X if data is None else data.name)
+    data, encoder, levels = (None, None, None) if problem is not None else _prepare(
+        X, y, s, test, test_fraction, split_seed, categorical)
+    name = problem if data is None else data.name
+    device = training._start(method_obj, name)
     fits = training.fit_by_shared(method_obj, data, runs, device)
-    config = {"dataset": X if data is None else data.name, "method": method_obj.name}
+    config = {"dataset": name, "method": method_obj.name}
     table = pd.concat([training._run_table(config, method_obj, result, data, device,
                                            [{} for _ in result.runs]) for result in fits],
                       ignore_index=True)
@@ -280,13 +281,12 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
     ]
     model = None if data is None else FittedModel(fits[0], tuple(levels), encoder)
     return FitSummary(method=method_obj.name, model=model, metrics=table,
-                      accounting=accounting, data=data,
-                      problem=X if data is None else None, fits=tuple(fits))
+                      accounting=accounting, data=data, problem=problem, fits=tuple(fits))
 
 
-def _problem_input(method, X, y, s, test, categorical, params):
-    """The problem name of a problem method's :func:`fit` (written into ``params``), refusing
-    data in one line that names the call that works."""
+def _problem_name(method, X, y, s, test, categorical, params) -> str:
+    """The problem a problem method's :func:`fit` solves (``X``, written into ``params``, or
+    the method's default), refusing data in one line that names the call that works."""
     default = method.parameters.get("problem")
     route = (f"pass a problem name, e.g. dpminimax.fit({method.name!r}, {default!r}, "
              + ("epsilon=..., delta=...)" if method.private else "...)"))
@@ -302,7 +302,7 @@ def _problem_input(method, X, y, s, test, categorical, params):
         if "problem" in params and params["problem"] != X:
             raise ValueError(f"problem given twice: {X!r} and problem={params['problem']!r}")
         params["problem"] = X
-    return params.get("problem", default), None, None, None
+    return params.get("problem", default)
 
 
 def _require_data(method, X) -> None:
