@@ -13,6 +13,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/report_status.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -21,7 +22,7 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        all_targets(),
+        report_targets() if REPORTING else all_targets(),
     default_target: True
 
 

@@ -1,8 +1,9 @@
 """dpminimax: differentially private constrained and min-max learning, reproduced.
 
 The Python API (:mod:`dpminimax.estimator`, imported on first use so that ``import dpminimax``
-stays cheap): ``dpminimax.fit(method, X, y, s, epsilon=..., delta=..., **params)`` trains a
-registered method on your own arrays or DataFrame; ``dpminimax.methods()`` lists the methods.
+stays cheap): ``dpminimax.fit(method, X, y, s, epsilon=..., delta=..., **params)`` trains any
+registered method on your own arrays or DataFrame, or on a problem named by ``X`` for the
+methods whose runs draw their own sample; ``dpminimax.methods()`` lists the methods.
 """
 
 __version__ = "0.1.0"

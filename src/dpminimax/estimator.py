@@ -1,11 +1,14 @@
-"""The Python API: train any registered method on your own arrays or DataFrame, in memory.
+"""The Python API: train any registered method in memory, on the kind of input its task takes.
 
-``fit(method, X, y, s, epsilon=..., delta=..., seeds=..., **params)`` builds a
-:class:`~dpminimax.data.PreparedDataset` from the inputs (no files), trains every seed x
-parameter combination as one batched program (as a workflow job does) and returns a
-:class:`FitSummary`: the trained model (``predict`` / ``predict_proba`` on new data), the
-metrics table the workflow writes (``metrics.parquet``: one row per run) and each run's privacy
-accounting. DataFrame columns are encoded as the built-in tabular loaders encode theirs
+``fit(method, X, y, s, epsilon=..., delta=..., seeds=..., **params)`` dispatches on the
+method's task. A method that trains on data (fair classification, KL-DRO classification) takes
+your arrays or DataFrame, built into a :class:`~dpminimax.data.PreparedDataset` (no files); a
+method whose runs draw their own sample from a problem (synthetic min-max / optimization
+problems, bilevel problems) takes the problem's name. Every seed x parameter combination trains
+as one batched program (as a workflow job does) and a :class:`FitSummary` comes back: the
+metrics table the workflow writes (``metrics.parquet``: one row per run), each run's privacy
+accounting and, for data methods, the trained model (``predict`` / ``predict_proba``).
+DataFrame columns are encoded as the built-in tabular loaders encode theirs
 (:mod:`dpminimax.data.tabular`: numeric columns z-scored with train-split statistics, other
 columns one-hot over the levels of the whole table; the label and the sensitive attribute are
 not features); numpy features are used as given.
@@ -29,13 +32,16 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.splits import train_test_indices
 from dpminimax.data.tabular import one_hot, zscore
 from dpminimax.privacy.events import event_from_dict
-from dpminimax.tasks import FAIR_CLASSIFICATION
 
 #: Fairness metrics of the run table; undefined (NaN) when no sensitive attribute is given.
 FAIRNESS_COLUMNS = ("dp_violation", "eo_violation", "train_dp_violation", "train_eo_violation")
 #: The delta recorded for a non-private run given none (its epsilon is inf: no guarantee; the
 #: accountant still wants a delta in (0, 1)).
 NON_PRIVATE_DELTA = 1e-5
+#: The model of a method with a ``model`` parameter (DRO's default is a CNN for images) on the
+#: tabular features :func:`fit` builds: the only one they take
+#: (:func:`dpminimax.models.network.batched_model`).
+TABULAR_MODEL = "logistic_regression"
 
 
 def needs_sensitive(method: str) -> bool:
@@ -177,65 +183,92 @@ class FittedModel:
 
 @dataclass(frozen=True)
 class FitSummary:
-    """What :func:`fit` returns: ``model`` (predicts), ``metrics`` (the workflow's run table:
-    one row per run, test and train metrics, ``p_*`` parameters, ``epsilon_spent``),
-    ``accounting`` (one :class:`RunAccounting` per run) and the ``data`` trained on."""
+    """What :func:`fit` returns: ``metrics`` (the workflow's run table: one row per run, the
+    task's metrics, ``p_*`` parameters, ``epsilon_spent``), ``accounting`` (one
+    :class:`RunAccounting` per run) and ``fits`` (the trained batched programs: model, state,
+    runs). A data method's summary also has ``model`` (predicts) and the ``data`` trained on;
+    a problem method's has ``problem`` (its name) and neither (its runs draw their own sample)."""
 
     method: str
-    model: FittedModel
+    model: FittedModel | None
     metrics: pd.DataFrame
     accounting: list[RunAccounting]
-    data: PreparedDataset = field(repr=False)
+    data: PreparedDataset | None = field(default=None, repr=False)
+    problem: str | None = None
+    fits: tuple[FitResult, ...] = field(default=(), repr=False)
 
     @property
     def encoder(self) -> FrameEncoder | None:
-        return self.model.encoder
+        return None if self.model is None else self.model.encoder
 
     def predict(self, X: Any, run: int | None = None) -> np.ndarray:
         """:meth:`FittedModel.predict`."""
-        return self.model.predict(X, run)
+        return self._model().predict(X, run)
 
     def predict_proba(self, X: Any, run: int | None = None) -> np.ndarray:
         """:meth:`FittedModel.predict_proba`."""
-        return self.model.predict_proba(X, run)
+        return self._model().predict_proba(X, run)
+
+    def _model(self) -> FittedModel:
+        if self.model is None:
+            raise TypeError(f"method {self.method!r} solved problem {self.problem!r}: nothing "
+                            "to predict; read .metrics (its errors) or .fits (the states)")
+        return self.model
 
 
-def fit(method: str, X: Any, y: Any, s: Any = None, *, epsilon: float | None = None,
-        delta: float | None = None, seeds: int | Sequence[int] = (0,),
-        test: Any = None, test_fraction: float = 0.25, split_seed: int = 100,
-        categorical: Sequence[str] | None = None, **params: Any) -> FitSummary:
-    """Train ``method`` (a name of :func:`methods`) on your data; one run per seed x parameter
-    combination (a list value of a parameter is swept), trained as one batched program.
+def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
+        epsilon: float | None = None, delta: float | None = None,
+        seeds: int | Sequence[int] = (0,), test: Any = None, test_fraction: float = 0.25,
+        split_seed: int = 100, categorical: Sequence[str] | None = None,
+        **params: Any) -> FitSummary:
+    """Train ``method`` (a name of :func:`methods`) on the input its task takes; one run per
+    seed x parameter combination (a list value of a parameter is swept), trained as one
+    batched program per value of the method's shared parameters, as a workflow job is.
 
-    ``X``: a feature matrix (n, d), or a DataFrame whose columns ``y`` (the label) and ``s``
-    (the sensitive attribute) are named by those arguments; the other columns are encoded as the
-    built-in tabular loaders encode theirs (non-numeric columns and ``categorical`` one-hot, the
-    rest z-scored). Labels and groups are numbered in sorted order of their values; ``s`` may be
-    left out for methods that do not train on it (fairness metrics are then NaN).
+    Data methods (task ``fair_classification`` or ``dro_classification``): ``X`` is a feature
+    matrix (n, d), or a DataFrame whose columns ``y`` (the label) and ``s`` (the sensitive
+    attribute) are named by those arguments; the other columns are encoded as the built-in
+    tabular loaders encode theirs (non-numeric columns and ``categorical`` one-hot, the rest
+    z-scored). Labels and groups are numbered in sorted order of their values; ``s`` may be
+    left out for methods that do not train on it (fairness metrics are then NaN). ``test``:
+    held-out data (a DataFrame like ``X``, or a tuple ``(X, y[, s])``); without it
+    ``test_fraction`` of the rows are held out (seed ``split_seed``).
+
+    Problem methods (task ``synthetic_optimization`` or ``bilevel_optimization``): ``X`` is the
+    name of a problem of :mod:`dpminimax.problems` (None: the method's default), whose runs draw
+    their own sample; ``y``, ``s``, ``test`` and ``categorical`` do not apply.
+
+    Input of the other kind is refused in one line naming the call that works.
     ``epsilon``/``delta``: the privacy target of a private method (leave them out, or epsilon
-    inf, for a non-private one). ``test``: held-out data (a DataFrame like ``X``, or a tuple
-    ``(X, y[, s])``); without it ``test_fraction`` of the rows are held out (seed
-    ``split_seed``). ``params`` override the method's defaults; an unknown name is an error.
+    inf, for a non-private one). ``params`` override the method's defaults; an unknown name is
+    an error.
     """
     method_obj = get_method(method)
-    if method_obj.task.name != FAIR_CLASSIFICATION.name:
-        raise ValueError(f"method {method!r} solves task {method_obj.task.name!r}, not "
-                         "classification of a data frame; call it through dpminimax.algorithms")
+    problem = None
+    if method_obj.task.draws_data:
+        problem = _problem_name(method_obj, X, y, s, test, categorical, params)
+    else:
+        _require_data(method_obj, X)
+        if s is None and needs_sensitive(method):
+            raise ValueError(f"method {method!r} trains on a sensitive attribute: pass s")
+        if "model" in method_obj.parameters:  # fit's features are tabular (kind "tabular")
+            params.setdefault("model", TABULAR_MODEL)
     epsilon, delta = _privacy_target(method_obj, epsilon, delta)
-    if s is None and needs_sensitive(method):
-        raise ValueError(f"method {method!r} trains on a sensitive attribute: pass s")
     seeds = [seeds] if isinstance(seeds, int | np.integer) else list(seeds)
     if not seeds:
         raise ValueError("seeds: give at least one seed")
     runs = expand_runs(seeds, epsilon, delta, params)
     for run in runs:  # an unknown parameter fails here, before any encoding
         method_obj.resolve(run.params)
-    data, encoder, levels = _prepare(X, y, s, test, test_fraction, split_seed, categorical)
-    device = training._start(method_obj, data)
-    result = method_obj.fit(data, runs, device)
-    training.require_finite(result, method_obj.name)
-    config = {"dataset": data.name, "method": method_obj.name}
-    table = training._run_table(config, method_obj, result, data, device, [{} for _ in runs])
+    data, encoder, levels = (None, None, None) if problem is not None else _prepare(
+        X, y, s, test, test_fraction, split_seed, categorical)
+    name = problem if data is None else data.name
+    device = training._start(method_obj, name)
+    fits = training.fit_by_shared(method_obj, data, runs, device)
+    config = {"dataset": name, "method": method_obj.name}
+    table = pd.concat([training._run_table(config, method_obj, result, data, device,
+                                           [{} for _ in result.runs]) for result in fits],
+                      ignore_index=True)
     if s is None:
         table.loc[:, [c for c in FAIRNESS_COLUMNS if c in table.columns]] = math.nan
     accounting = [
@@ -244,11 +277,44 @@ def fit(method: str, X: Any, y: Any, s: Any = None, *, epsilon: float | None = N
                       neighboring_relation=record["neighboring_relation"],
                       event=None if record["event"] is None else event_from_dict(record["event"]),
                       record={"run_id": run.run_id, **record})
-        for run, record in zip(result.runs, result.accounting, strict=True)
+        for result in fits for run, record in zip(result.runs, result.accounting, strict=True)
     ]
-    return FitSummary(method=method_obj.name,
-                      model=FittedModel(result, tuple(levels), encoder),
-                      metrics=table, accounting=accounting, data=data)
+    model = None if data is None else FittedModel(fits[0], tuple(levels), encoder)
+    return FitSummary(method=method_obj.name, model=model, metrics=table,
+                      accounting=accounting, data=data, problem=problem, fits=tuple(fits))
+
+
+def _problem_name(method, X, y, s, test, categorical, params) -> str:
+    """The problem a problem method's :func:`fit` solves (``X``, written into ``params``, or
+    the method's default), refusing data in one line that names the call that works."""
+    default = method.parameters.get("problem")
+    route = (f"pass a problem name, e.g. dpminimax.fit({method.name!r}, {default!r}, "
+             + ("epsilon=..., delta=...)" if method.private else "...)"))
+    if X is not None and not isinstance(X, str):
+        raise TypeError(f"method {method.name!r} (task {method.task.name!r}) draws its own "
+                        f"sample from a problem, not from a {type(X).__name__}: {route}")
+    extra = [name for name, value in (("y", y), ("s", s), ("test", test),
+                                      ("categorical", categorical)) if value is not None]
+    if extra:
+        raise TypeError(f"method {method.name!r} (task {method.task.name!r}) takes no "
+                        f"{'/'.join(extra)}: {route}")
+    if X is not None:
+        if "problem" in params and params["problem"] != X:
+            raise ValueError(f"problem given twice: {X!r} and problem={params['problem']!r}")
+        params["problem"] = X
+    return params.get("problem", default)
+
+
+def _require_data(method, X) -> None:
+    """Refuse a data method's :func:`fit` without data, in one line naming the call."""
+    if X is None or isinstance(X, str):
+        got = "no data" if X is None else f"the name {X!r}"
+        raise TypeError(f"method {method.name!r} (task {method.task.name!r}) trains on data, "
+                        f"got {got}: pass a DataFrame, e.g. dpminimax.fit({method.name!r}, "
+                        "frame, y='label'"
+                        + (", s='group'" if needs_sensitive(method.name) else "")
+                        + (", epsilon=..., delta=...)" if method.private else ")")
+                        + ", or arrays X, y")
 
 
 def prepared_from_arrays(

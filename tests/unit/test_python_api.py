@@ -142,7 +142,7 @@ def test_sensitive_attribute_only_where_needed(frame):
     assert set(listed.index) == set(METHODS)
     classifiers = listed[listed["task"] == "fair_classification"]
     assert set(classifiers.index[~classifiers["needs_sensitive"]]) == {"dp_sgd", "nonprivate"}
-    with pytest.raises(ValueError, match="task 'synthetic_optimization'"):
+    with pytest.raises(TypeError, match="task 'synthetic_optimization'.*problem name"):
         dpminimax.fit("dp_sgda", frame, y="income", epsilon=1.0, delta=1e-5)
 
 

@@ -64,6 +64,8 @@ def test_smoke_run_on_synthetic_data_then_resume_and_replay(workflow_copy):
     assert report.returncode == 0, report.stderr[-4000:]
     html = (root / "report.html").read_text(errors="replace")
     assert "accuracy_vs_epsilon" in html and "summary.csv" in html
+    status = (root / results / "report_status.html").read_text()  # a complete run: all current
+    assert "0 stale, 0 missing" in status and "report_status.html" in html
 
     from dpminimax.cli import main
 

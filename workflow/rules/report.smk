@@ -1,6 +1,19 @@
 # Long results table -> figures (in the Snakemake report) and summary tables.
 
 
+# What `snakemake --report` covers (report_status.smk): the planned outputs that exist, and
+# this page saying what is missing or stale.
+rule report_status:
+    output:
+        report(STATUS_PAGE, caption="../report/status.rst", category="status"),
+    log:
+        f"{RESULTS}/logs/report_status.log",
+    localrule: True
+    run:
+        with dpminimax_log_to(log[0]):
+            write_report_status()
+
+
 rule aggregate:
     input:
         metrics=lambda wc: [f"{job.train_dir}/metrics.parquet" for job in paper_jobs(wc.paper)],

@@ -20,7 +20,8 @@ _SIDES = {
                      "prepare_dataset", "select_configs", "set_threads", "train", "tune"),
                     "training"),
     **dict.fromkeys(("aggregate", "make_claims_table", "make_experiment_table", "make_figure",
-                     "make_lira_report", "make_notebook", "make_table"), "reporting"),
+                     "make_lira_report", "make_notebook", "make_table", "report_status"),
+                    "reporting"),
 }
 
 

@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -194,3 +195,110 @@ def make_lira_report(metric_paths: Sequence[str | Path], roc_paths: Sequence[str
                     (above["method"] + "@" + above["epsilon"].astype(str) + ":"
                      + above["attack"]).tolist(), csv_out)
     return table
+
+
+def report_status(targets: Sequence[str], requires: Mapping[str, Sequence[str]],
+                  runs: Mapping[str, tuple[Sequence[str], Mapping[str, Mapping[str, Any]]]],
+                  code_version: str, out_path: str | Path) -> pd.DataFrame:
+    """What a Snakemake report of a (partial or failed) run can show, and what it cannot.
+
+    ``targets``: the outputs the configured plan reports; ``requires``: a target's report
+    inputs (without them it is left out); ``runs``: per ``runs.parquet``, the targets drawn from
+    it and, per ``metrics.parquet`` of a training job the plan feeds into it, the job's planned
+    run configuration (what ``run_config.json`` beside it must record). A target is *missing*
+    (not written), *stale* (written, but older than its runs.parquet, or drawn from a
+    runs.parquet that lacks planned jobs, is older than one of their results, holds jobs that
+    are not in the plan or was trained by other code or with another configuration; or a
+    report input is missing) or *ok*; ``in_report``: written, with its report inputs (what a
+    report can show). Writes an HTML page listing the missing and stale ones; returns the
+    table (``output``, ``status``, ``reason``, ``in_report``)."""
+    reasons = {path: _runs_problems(Path(path), planned, code_version)
+               for path, (_, planned) in runs.items()}
+    drawn_from = {target: path for path, (drawn, _) in runs.items() for target in drawn}
+    rows = []
+    for target in targets:
+        path = Path(target)
+        reason, absent = "", []
+        if not path.exists():
+            status = "missing"
+        else:
+            absent = [r for r in requires.get(target, ()) if not Path(r).exists()]
+            source = drawn_from.get(target)
+            if absent:
+                reason = f"its input {absent[0]} is missing"
+            elif source is not None and reasons[source]:
+                reason = f"{source}: {reasons[source]}"
+            elif source is not None and path.stat().st_mtime < Path(source).stat().st_mtime:
+                reason = f"older than {source} (drawn before the last aggregation)"
+            status = "stale" if reason else "ok"
+        rows.append({"output": target, "status": status, "reason": reason,
+                     "in_report": status != "missing" and not absent})
+    table = pd.DataFrame(rows, columns=["output", "status", "reason", "in_report"])
+    with atomic_path(out_path) as tmp:
+        Path(tmp).write_text(_status_page(table))
+    return table
+
+
+#: The columns of runs.parquet that name a training job (with its epsilon).
+JOB_COLUMNS = ("experiment", "dataset", "method")
+
+
+def _runs_problems(runs: Path, planned: Mapping[str, Mapping[str, Any]],
+                   code_version: str) -> str:
+    """Why the figures and tables drawn from ``runs`` do not show the planned results ('' if
+    they do): it or planned training results missing, results newer than it, jobs of another
+    plan in it, jobs trained by other code or with another configuration."""
+    if not runs.exists():
+        return "missing"
+    absent = [m for m in planned if not Path(m).exists()]
+    if absent:
+        return (f"{len(absent)} of {len(planned)} planned training jobs have no results "
+                f"(failed or not run), e.g. {Path(absent[0]).parent}")
+    newer = [m for m in planned if Path(m).stat().st_mtime > runs.stat().st_mtime]
+    if newer:
+        return f"{len(newer)} training results are newer than it (not aggregated)"
+    other = {m: key for m, config in planned.items()
+             if (key := _config_difference(Path(m).parent / "run_config.json", config))}
+    if other:
+        metrics, key = next(iter(other.items()))
+        return (f"{len(other)} training jobs ran with another configuration or code, e.g. "
+                f"{Path(metrics).parent} ({key})")
+    frame = pd.read_parquet(runs)
+    codes = sorted(set(frame.get("code_version", pd.Series(dtype=str))) - {code_version})
+    if codes:
+        return f"trained by code {codes[0]}, not this code ({code_version})"
+    if set(JOB_COLUMNS) <= set(frame.columns):
+        jobs = {tuple(config[c] for c in JOB_COLUMNS) for config in planned.values()}
+        extra = set(frame[list(JOB_COLUMNS)].itertuples(index=False, name=None)) - jobs
+        if extra:
+            return (f"holds {len(extra)} jobs that are not in this plan (another "
+                    f"configuration), e.g. {'/'.join(map(str, sorted(extra)[0]))}")
+    return ""
+
+
+def _config_difference(recorded_path: Path, planned: Mapping[str, Any]) -> str:
+    """The first key of ``planned`` that the recorded run configuration differs on ('' if
+    none; 'run_config.json' if it was not written)."""
+    if not recorded_path.exists():
+        return "no run_config.json"
+    recorded = json.loads(recorded_path.read_text())
+    planned = json.loads(json.dumps(planned))  # as JSON records it: lists, not tuples
+    return next((key for key, value in planned.items() if recorded.get(key) != value), "")
+
+
+def _status_page(table: pd.DataFrame) -> str:
+    """The HTML page of :func:`report_status`: the counts, then each missing or stale output."""
+    import html
+
+    counts = table["status"].value_counts()
+    shown = table[table["status"] != "ok"]
+    rows = "".join(f"<tr><td>{html.escape(r.output)}</td><td>{r.status}</td>"
+                   f"<td>{html.escape(r.reason)}</td></tr>" for r in shown.itertuples())
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Report status</title>"
+            "</head><body><h1>Outputs of the configured plan</h1>"
+            f"<p>{int(counts.get('ok', 0))} reported and current, "
+            f"{int(counts.get('stale', 0))} stale, {int(counts.get('missing', 0))} missing "
+            f"(of {len(table)}). Missing outputs and those whose report inputs are missing are "
+            "not in the report; stale ones are, and are listed here.</p>"
+            "<table border='1'><tr><th>output</th><th>status</th><th>reason</th></tr>"
+            f"{rows}</table></body></html>\n")
