@@ -15,6 +15,7 @@ from dpminimax.kernels.clip import (
     per_sample_norms,
 )
 from dpminimax.kernels.noise import add_noise
+from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator
 
 
@@ -182,3 +183,32 @@ def test_clipped_sum_clips_each_example_and_drops_masked_ones():
         for r in range(2)])
     torch.testing.assert_close(clipped_sum(vectors, bound, mask), expected)
     torch.testing.assert_close(clipped_sum(vectors[1:], bound[1:]), expected[1:])
+
+
+@pytest.mark.parametrize("neighbours, bound", [("add_remove", 2.0), ("replace_one", 1.0)])
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_privatize_clips_at_the_release_bound_sums_then_adds_the_sensitivity_noise(
+        neighbours, bound, as_dict):
+    """BatchedRelease.privatize: every unmasked example clipped at the release's own
+    contribution bound (sensitivity 2: add/remove 2, replace-one 1), summed, plus the noise of
+    scale multiplier x sensitivity drawn from the run's stream (the same draws as perturb)."""
+    generator = torch.Generator().manual_seed(3)
+    vectors = torch.randn(2, 6, 4, generator=generator, dtype=torch.float64) * 5
+    mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    releases = [Release("g", "gaussian", multiplier, 2.0, neighbours) for multiplier in (0, 3)]
+    release = BatchedRelease(releases, dtype=torch.float64)
+    expected = torch.stack([
+        sum(v * min(1.0, bound / float(torch.linalg.vector_norm(v)))
+            for v, keep in zip(vectors[r], mask[r], strict=True) if keep) for r in range(2)])
+    per_example = {"v": vectors} if as_dict else vectors
+    streams = [make_generator(seed, "noise") for seed in (0, 1)]
+    out = release.privatize(per_example, streams, mask)
+    out = out["v"] if as_dict else out
+    torch.testing.assert_close(out[0], expected[0])                      # no noise
+    noise = torch.randn(4, generator=make_generator(1, "noise"), dtype=torch.float64)
+    torch.testing.assert_close(out[1], expected[1] + 3.0 * 2.0 * noise)  # std 3 x 2
+
+
+def test_a_release_refuses_an_unknown_neighbouring_relation():
+    with pytest.raises(ValueError, match="neighbours"):
+        Release("g", "gaussian", 1.0, 1.0, "swap")

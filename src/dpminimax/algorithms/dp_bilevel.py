@@ -420,7 +420,7 @@ def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
     assert schedule is not None
     if inner == "loc_sgd":  # a Poisson batch's clipped sum, add-or-remove-one (Alg. 4)
         return Release(name, "gaussian", schedule.multiplier, sub.lipschitz)
-    return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
+    return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz, "replace_one")
 
 
 def outer_release(problem: BilevelProblem, outer: str, rho: float, aid: bool = False
@@ -513,14 +513,13 @@ class BilevelProgram:
                                  device)
         self.sampling = [make_generator(run.seed, "poisson", device) for run in runs]
         planned = [name for name in RELEASES if name in release_counts(plans[0].releases)]
-        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device,
+                                              problem.dtype)
                          for name in planned}
         self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
                       for name in planned}
         subs = [subproblems(constants, float(p["lam"])) for p in resolved]
         self.mu = {name: self._tensor([s[name].mu for s in subs], device) for name in SUBPROBLEMS}
-        self.clip = {name: self._tensor([s[name].lipschitz for s in subs], device)
-                     for name in SUBPROBLEMS}
         self.radii: dict[str, torch.Tensor] = {}
         self.inner_steps: dict[str, int] = {}
         self.inner_rate = self._tensor([plan.values.get("sampling_rate_inner", 1.0)
@@ -600,7 +599,7 @@ class BilevelProgram:
                     return poisson_batches(self.n, self.inner_rate.tolist(),
                                            self.inner_sampling, x.device)
             released = loc_gd(self._example_grads(name, x), start, self.mu[name],
-                              self.clip[name], radii, self.inner_steps[name], release, noise,
+                              radii, self.inner_steps[name], release, noise,
                               sampler, self.inner_rate * self.n)
             if self.warm is not None:
                 self.warm.remember(name, x, released)
