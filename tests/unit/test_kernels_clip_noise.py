@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from dpminimax.kernels.clip import (
     clip_and_accumulate,
+    clip_each_run,
     clip_factors,
+    clip_scaled,
     clipped_sum,
     example_sum,
     per_sample_norms,
@@ -212,3 +214,20 @@ def test_privatize_clips_at_the_release_bound_sums_then_adds_the_sensitivity_noi
 def test_a_release_refuses_an_unknown_neighbouring_relation():
     with pytest.raises(ValueError, match="neighbours"):
         Release("g", "gaussian", 1.0, 1.0, "swap")
+
+
+def test_clip_scaled_and_clip_each_run_bound_each_slice_and_each_run():
+    """clip_scaled: slice (r, x) of known norm scaled to norm <= C_r (unchanged below it);
+    clip_each_run: run r's joined tensors scaled to norm <= C_r together."""
+    generator = torch.Generator().manual_seed(5)
+    values = torch.randn(2, 3, 4, generator=generator, dtype=torch.float64) * 3
+    bound = torch.tensor([1.0, 100.0], dtype=torch.float64)
+    clipped = clip_scaled(values, torch.linalg.vector_norm(values, dim=-1), bound)
+    torch.testing.assert_close(torch.linalg.vector_norm(clipped[0], dim=-1),
+                               torch.ones(3, dtype=torch.float64))
+    assert torch.equal(clipped[1], values[1])
+    runs = clip_each_run({"w": values, "b": values[:, 0, :1]}, bound)
+    joined = torch.cat([runs["w"].flatten(start_dim=1), runs["b"]], dim=1)
+    torch.testing.assert_close(torch.linalg.vector_norm(joined[0]),
+                               torch.tensor(1.0, dtype=torch.float64))
+    assert torch.equal(runs["w"][1], values[1]) and torch.equal(runs["b"][1], values[1, 0, :1])
