@@ -40,7 +40,7 @@ def _loc_gd(n: int, every_example_batch: bool = False):
     sub = subproblems(problem.constants, problem.constants.lambda_min)["y"]
     schedule = loc_gd_schedule(sub, n, D, RHO, EPS_CALL, 0.05, steps=100)
     release = BatchedRelease([Release("inner_y", "gaussian", schedule.multiplier,
-                                      2 * sub.lipschitz, "replace_one")] * RUNS,
+                                      2 * sub.lipschitz, sub.lipschitz)] * RUNS,
                              dtype=torch.float64)
     examples = _samples(problem, n)
     x = torch.zeros(RUNS, D, dtype=torch.float64)

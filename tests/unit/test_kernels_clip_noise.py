@@ -187,17 +187,17 @@ def test_clipped_sum_clips_each_example_and_drops_masked_ones():
     torch.testing.assert_close(clipped_sum(vectors[1:], bound[1:]), expected[1:])
 
 
-@pytest.mark.parametrize("neighbours, bound", [("add_remove", 2.0), ("replace_one", 1.0)])
+@pytest.mark.parametrize("clip, bound", [(None, 2.0), (1.0, 1.0), (7.0, 7.0)])
 @pytest.mark.parametrize("as_dict", [False, True])
 def test_privatize_clips_at_the_release_bound_sums_then_adds_the_sensitivity_noise(
-        neighbours, bound, as_dict):
-    """BatchedRelease.privatize: every unmasked example clipped at the release's own
-    contribution bound (sensitivity 2: add/remove 2, replace-one 1), summed, plus the noise of
-    scale multiplier x sensitivity drawn from the run's stream (the same draws as perturb)."""
+        clip, bound, as_dict):
+    """BatchedRelease.privatize: every unmasked example clipped at the release's own bound
+    (its clip, else its sensitivity 2), summed, plus the noise of scale multiplier x
+    sensitivity drawn from the run's stream (the same draws as perturb)."""
     generator = torch.Generator().manual_seed(3)
     vectors = torch.randn(2, 6, 4, generator=generator, dtype=torch.float64) * 5
     mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
-    releases = [Release("g", "gaussian", multiplier, 2.0, neighbours) for multiplier in (0, 3)]
+    releases = [Release("g", "gaussian", multiplier, 2.0, clip) for multiplier in (0, 3)]
     release = BatchedRelease(releases, dtype=torch.float64)
     expected = torch.stack([
         sum(v * min(1.0, bound / float(torch.linalg.vector_norm(v)))
@@ -211,9 +211,9 @@ def test_privatize_clips_at_the_release_bound_sums_then_adds_the_sensitivity_noi
     torch.testing.assert_close(out[1], expected[1] + 3.0 * 2.0 * noise)  # std 3 x 2
 
 
-def test_a_release_refuses_an_unknown_neighbouring_relation():
-    with pytest.raises(ValueError, match="neighbours"):
-        Release("g", "gaussian", 1.0, 1.0, "swap")
+def test_a_release_refuses_a_clip_that_is_not_positive():
+    with pytest.raises(ValueError, match="clip must be > 0"):
+        Release("g", "gaussian", 1.0, 1.0, 0.0)
 
 
 def test_clip_scaled_and_clip_each_run_bound_each_slice_and_each_run():

@@ -369,7 +369,8 @@ class DpFermi(Method):
         averaged = math.sqrt(8.0 / rho) / schedule.batch
         released = averaged * (1.0 if faithful else schedule.batch)
         theta = _theorem_release("theta_gradient", sigma_w / averaged,
-                                 (1.0 if faithful else lam) * lipschitz * bound * released)
+                                 (1.0 if faithful else lam) * lipschitz * bound * released,
+                                 lipschitz)
         w = _theorem_release("w_gradient", sigma_w / averaged, lam * released)
         unamplified = membership_visible_epsilon(theta, w, schedule, run.delta,
                                                  params["accountant"])
@@ -500,12 +501,14 @@ def group_counts(data: PreparedDataset, fairness: str,
     return np.bincount(cells * groups + s, minlength=count * groups).reshape(count, groups)
 
 
-def _theorem_release(name: str, multiplier: float, sensitivity: float) -> Release:
-    """A release of Thm. 3.3's noise; at lam = 0 (sensitivity 0) the sum does not depend on s
-    and is released without noise."""
+def _theorem_release(name: str, multiplier: float, sensitivity: float,
+                     clip: float | None = None) -> Release:
+    """A release of Thm. 3.3's noise (``clip``: the bound L of the s-dependent gradient part
+    its sensitivity rests on); at lam = 0 (sensitivity 0) the sum does not depend on s and is
+    released without noise."""
     if sensitivity == 0.0:
-        return Release(name, "gaussian", 0.0, math.inf)
-    return Release(name, "gaussian", multiplier, sensitivity)
+        return Release(name, "gaussian", 0.0, math.inf, clip)
+    return Release(name, "gaussian", multiplier, sensitivity, clip)
 
 
 @functools.lru_cache(maxsize=256)
@@ -569,10 +572,9 @@ class FermiProgram:
         self.lam, self.lr, self.lr_w, self.radius = (per_run(p[k] for p in params)
                                                      for k in ("lam", "lr", "lr_w", "w_radius"))
         # example mode clips each example's gradients to its releases' sensitivities; Thm. 3.3
-        # clips the s-dependent part to L (code v1: the batch mean); clip_w: example mode only
-        self.clip = (per_run(p["clip"] for p in params) if privacy == "sensitive_attribute"
-                     else self.theta_release.clip)
-        self.clip_w = self.w_release.clip
+        # clips the s-dependent part to L (code v1: the batch mean), the theta release's clip;
+        # clip_w: example mode only
+        self.clip, self.clip_w = self.theta_release.clip, self.w_release.clip
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
         self.noise_w = [make_generator(seed, "noise_w", device) for seed in seeds]
         self.dropout = [make_generator(seed, "dropout", device) for seed in seeds]

@@ -47,30 +47,28 @@ from dpminimax.privacy.events import (
 )
 
 MECHANISMS = ("gaussian", "laplace", "exponential")
-#: Neighbouring relations of a release's sensitivity: one contribution added or removed (it
-#: bounds each contribution), or one replaced (each contribution is bounded by half of it).
-NEIGHBOURS = ("add_remove", "replace_one")
 _EVENTS = {"gaussian": gaussian, "laplace": laplace, "exponential": exponential_mechanism}
 
 
 @dataclass(frozen=True)
 class Release:
-    """One run's noisy release of a sum of contributions whose sum moves by at most
-    ``sensitivity`` between ``neighbours``."""
+    """One run's noisy release of a sum of contributions bounded by ``sensitivity``; ``clip``:
+    the per-example bound the program clips at where it is not ``sensitivity`` itself (a
+    replace-one sum: half of it; an output whose stability bound rests on clipped gradients:
+    their bound)."""
 
     name: str
     mechanism: str
     noise_multiplier: float
     sensitivity: float
-    neighbours: str = "add_remove"
+    clip: float | None = None
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"release {self.name!r}: mechanism must be one of {MECHANISMS}, "
                              f"got {self.mechanism!r}")
-        if self.neighbours not in NEIGHBOURS:
-            raise ValueError(f"release {self.name!r}: neighbours must be one of {NEIGHBOURS}, "
-                             f"got {self.neighbours!r}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"release {self.name!r}: clip must be > 0, got {self.clip}")
         if not self.noise_multiplier >= 0:
             raise ValueError(f"release {self.name!r}: noise multiplier must be >= 0, got "
                              f"{self.noise_multiplier}")
@@ -86,9 +84,9 @@ class Release:
         return self.noise_multiplier > 0
 
     @property
-    def contribution_bound(self) -> float:
-        """The bound on one contribution's norm that gives the sum this sensitivity."""
-        return self.sensitivity / 2.0 if self.neighbours == "replace_one" else self.sensitivity
+    def clip_bound(self) -> float:
+        """The per-example bound the program clips at: ``clip``, else the sensitivity."""
+        return self.sensitivity if self.clip is None else self.clip
 
     def event(self) -> DpEvent:
         """The mechanism: Gaussian / Laplace / report-noisy-min with this noise multiplier (noise
@@ -201,7 +199,7 @@ class BatchedRelease:
         self.name, self.mechanism = names.pop()
         #: (R,) per-example contribution bounds (the clip norms; inf = not clipped), in
         #: ``dtype`` (None: torch's default; the noise scale is computed in the default dtype).
-        self.clip = torch.tensor([release.contribution_bound for release in releases],
+        self.clip = torch.tensor([release.clip_bound for release in releases],
                                  dtype=dtype, device=device)
         sensitivity = torch.tensor([release.sensitivity for release in releases], device=device)
         multiplier = torch.tensor([release.noise_multiplier for release in releases],
@@ -218,7 +216,7 @@ class BatchedRelease:
         return cls([plan[name] for plan in plans], device)
 
     def shrunk(self, factor: torch.Tensor) -> BatchedRelease:
-        """This release with run r's contribution bound (hence its noise) multiplied by
+        """This release with run r's clip bound and sensitivity (hence its noise) multiplied by
         ``factor[r]`` in (0, 1], a public function of already released values (the SPIDER
         difference clips of paper 004, Thms. 6 and 8, tied to the iterate movement). The
         noise multiplier is unchanged, so each release's event, and the plan's accounting,
@@ -226,7 +224,8 @@ class BatchedRelease:
         factors = torch.as_tensor(factor, dtype=torch.float64)
         # a diverged run's NaN movement keeps the full bound (the finite guard then stops it)
         factors = torch.clamp(torch.nan_to_num(factors, nan=1.0), 1e-12, 1.0)
-        return BatchedRelease([replace(release, sensitivity=release.sensitivity * f)
+        return BatchedRelease([replace(release, sensitivity=release.sensitivity * f,
+                                       clip=None if release.clip is None else release.clip * f)
                                for release, f in zip(self.releases, factors.tolist(),
                                                      strict=True)],
                               self.clip.device, self.clip.dtype)
