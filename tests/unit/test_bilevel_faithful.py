@@ -49,7 +49,7 @@ def test_the_program_steps_the_planned_count(monkeypatch):
     calls = []
 
     def spy(*args, **kwargs):
-        calls.append((args[5], args[4].shape[1]))  # steps, rounds
+        calls.append((args[4], args[3].shape[1]))  # steps, rounds
         return dp_bilevel_loc_gd(*args, **kwargs)
 
     dp_bilevel_loc_gd = dp_bilevel.loc_gd

@@ -40,7 +40,8 @@ def _loc_gd(n: int, every_example_batch: bool = False):
     sub = subproblems(problem.constants, problem.constants.lambda_min)["y"]
     schedule = loc_gd_schedule(sub, n, D, RHO, EPS_CALL, 0.05, steps=100)
     release = BatchedRelease([Release("inner_y", "gaussian", schedule.multiplier,
-                                      2 * sub.lipschitz)] * RUNS)
+                                      2 * sub.lipschitz, sub.lipschitz)] * RUNS,
+                             dtype=torch.float64)
     examples = _samples(problem, n)
     x = torch.zeros(RUNS, D, dtype=torch.float64)
 
@@ -53,7 +54,7 @@ def _loc_gd(n: int, every_example_batch: bool = False):
 
     full = lambda value: torch.full((RUNS,), value, dtype=torch.float64)  # noqa: E731
     radii = torch.tensor([schedule.radii] * RUNS, dtype=torch.float64)
-    out = loc_gd(grads, torch.zeros_like(x), full(sub.mu), full(sub.lipschitz), radii,
+    out = loc_gd(grads, torch.zeros_like(x), full(sub.mu), radii,
                  schedule.steps, release, _generators(n),
                  *((sampler, full(n)) if every_example_batch else ()))
     return out, problem.inner_solution(x, problem.statistics(examples)), schedule.error_bound

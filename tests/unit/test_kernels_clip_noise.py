@@ -9,12 +9,15 @@ from hypothesis import strategies as st
 
 from dpminimax.kernels.clip import (
     clip_and_accumulate,
+    clip_each_run,
     clip_factors,
+    clip_scaled,
     clipped_sum,
     example_sum,
     per_sample_norms,
 )
 from dpminimax.kernels.noise import add_noise
+from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator
 
 
@@ -182,3 +185,49 @@ def test_clipped_sum_clips_each_example_and_drops_masked_ones():
         for r in range(2)])
     torch.testing.assert_close(clipped_sum(vectors, bound, mask), expected)
     torch.testing.assert_close(clipped_sum(vectors[1:], bound[1:]), expected[1:])
+
+
+@pytest.mark.parametrize("clip, bound", [(None, 2.0), (1.0, 1.0), (7.0, 7.0)])
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_privatize_clips_at_the_release_bound_sums_then_adds_the_sensitivity_noise(
+        clip, bound, as_dict):
+    """BatchedRelease.privatize: every unmasked example clipped at the release's own bound
+    (its clip, else its sensitivity 2), summed, plus the noise of scale multiplier x
+    sensitivity drawn from the run's stream (the same draws as perturb)."""
+    generator = torch.Generator().manual_seed(3)
+    vectors = torch.randn(2, 6, 4, generator=generator, dtype=torch.float64) * 5
+    mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    releases = [Release("g", "gaussian", multiplier, 2.0, clip) for multiplier in (0, 3)]
+    release = BatchedRelease(releases, dtype=torch.float64)
+    expected = torch.stack([
+        sum(v * min(1.0, bound / float(torch.linalg.vector_norm(v)))
+            for v, keep in zip(vectors[r], mask[r], strict=True) if keep) for r in range(2)])
+    per_example = {"v": vectors} if as_dict else vectors
+    streams = [make_generator(seed, "noise") for seed in (0, 1)]
+    out = release.privatize(per_example, streams, mask)
+    out = out["v"] if as_dict else out
+    torch.testing.assert_close(out[0], expected[0])                      # no noise
+    noise = torch.randn(4, generator=make_generator(1, "noise"), dtype=torch.float64)
+    torch.testing.assert_close(out[1], expected[1] + 3.0 * 2.0 * noise)  # std 3 x 2
+
+
+def test_a_release_refuses_a_clip_that_is_not_positive():
+    with pytest.raises(ValueError, match="clip must be > 0"):
+        Release("g", "gaussian", 1.0, 1.0, 0.0)
+
+
+def test_clip_scaled_and_clip_each_run_bound_each_slice_and_each_run():
+    """clip_scaled: slice (r, x) of known norm scaled to norm <= C_r (unchanged below it);
+    clip_each_run: run r's joined tensors scaled to norm <= C_r together."""
+    generator = torch.Generator().manual_seed(5)
+    values = torch.randn(2, 3, 4, generator=generator, dtype=torch.float64) * 3
+    bound = torch.tensor([1.0, 100.0], dtype=torch.float64)
+    clipped = clip_scaled(values, torch.linalg.vector_norm(values, dim=-1), bound)
+    torch.testing.assert_close(torch.linalg.vector_norm(clipped[0], dim=-1),
+                               torch.ones(3, dtype=torch.float64))
+    assert torch.equal(clipped[1], values[1])
+    runs = clip_each_run({"w": values, "b": values[:, 0, :1]}, bound)
+    joined = torch.cat([runs["w"].flatten(start_dim=1), runs["b"]], dim=1)
+    torch.testing.assert_close(torch.linalg.vector_norm(joined[0]),
+                               torch.tensor(1.0, dtype=torch.float64))
+    assert torch.equal(runs["w"][1], values[1]) and torch.equal(runs["b"][1], values[1, 0, :1])

@@ -10,6 +10,7 @@ from toydata import linear_batch
 from dpminimax.kernels.clip import clip_factors
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.sparse_rows import (
+    clip_factor,
     sparse_clipped_outer_sum,
     sparse_logits,
     sparse_rows_supported,
@@ -94,3 +95,18 @@ def test_grouped_sums_compiled_and_torch_forms_agree_and_skip_padding(seed):
                                             counts=True).detach(), with_counts)
     assert torch.equal(with_counts[..., 0], (F.one_hot(groups, 4) * mask.unsqueeze(-1)).sum(1)
                        .to(values.dtype))
+
+
+def test_the_compiled_clip_factor_is_the_torch_primitive_bit_for_bit():
+    """kernels.sparse_rows.clip_factor (numba, inside compiled loops) and
+    kernels.clip.clip_factors (torch) are one formula min(1, C / (norm + tiny)): equal in
+    float64 on norms from 0 to 1e12, around the bound, and for C = inf (no clipping)."""
+    generator = torch.Generator().manual_seed(0)
+    norms = torch.cat([torch.tensor([0.0, 1e-13, 1e-12, 0.3, 0.5, 0.5 + 1e-15, 2.0, 1e12]),
+                       torch.rand(200, generator=generator, dtype=torch.float64) * 4]).double()
+    for bound in (1e-3, 0.5, 1.0, 3.7, float("inf")):
+        torch_factors = clip_factors(norms.unsqueeze(0), torch.tensor([bound],
+                                                                      dtype=torch.float64))[0]
+        compiled = torch.tensor([clip_factor(float(norm), bound) for norm in norms],
+                                dtype=torch.float64)
+        assert torch.equal(compiled, torch_factors), bound

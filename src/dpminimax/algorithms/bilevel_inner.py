@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import torch
 
-from dpminimax.kernels.clip import clipped_sum
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.problems.bilevel import BilevelConstants
 
@@ -144,14 +143,15 @@ def outside_ball(value: torch.Tensor, center: torch.Tensor,
 
 
 def loc_gd(example_grads: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
-           start: torch.Tensor, mu: torch.Tensor, clip: torch.Tensor, radii: torch.Tensor,
+           start: torch.Tensor, mu: torch.Tensor, radii: torch.Tensor,
            steps: int, release: BatchedRelease, generators: Sequence[torch.Generator],
            sampler: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
            batch_size: torch.Tensor | None = None) -> torch.Tensor:
     """Algorithm 2 (DP-Loc-GD) for R runs: ``example_grads(y, index)`` (R, B, d) are the
-    gradients at y (R, d) of the examples ``index`` (None: all n), clipped at ``clip`` (R,),
-    summed and released; the noisy mean drives y_{t+1} = Proj_{B(y^m_0, R_m)}[y_t - eta_t
-    (grad + nu_t)], eta_t = 1 / (mu (t + 1)); ``radii`` (R, M) are the rounds' R_m. With a
+    gradients at y (R, d) of the examples ``index`` (None: all n), privatized by ``release``
+    (clipped at its bound, summed, noised); the noisy mean drives
+    y_{t+1} = Proj_{B(y^m_0, R_m)}[y_t - eta_t (grad + nu_t)], eta_t = 1 / (mu (t + 1));
+    ``radii`` (R, M) are the rounds' R_m. With a
     ``sampler`` of Poisson batches (index, mask), Algorithm 4 (DP-Loc-SGD): the sum over each
     step's batch, divided by the expected ``batch_size`` (R,)."""
     center = start
@@ -161,11 +161,11 @@ def loc_gd(example_grads: Callable[[torch.Tensor, torch.Tensor | None], torch.Te
             total = total + y
             if sampler is None:
                 grads = example_grads(y, None)
-                noisy = release.perturb(clipped_sum(grads, clip), generators) / grads.shape[1]
+                noisy = release.privatize(grads, generators) / grads.shape[1]
             else:
                 index, mask = sampler()
-                noisy = release.perturb(clipped_sum(example_grads(y, index), clip, mask),
-                                        generators) / batch_size.unsqueeze(-1)
+                noisy = release.privatize(example_grads(y, index), generators,
+                                          mask) / batch_size.unsqueeze(-1)
             y = project_ball(y - noisy / (mu.unsqueeze(-1) * (t + 1)), center, radius)
         center = total / steps
     return center

@@ -420,22 +420,25 @@ def inner_release(name: str, inner: str, sub: Subproblem, n: int, rho: float,
     assert schedule is not None
     if inner == "loc_sgd":  # a Poisson batch's clipped sum, add-or-remove-one (Alg. 4)
         return Release(name, "gaussian", schedule.multiplier, sub.lipschitz)
-    return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz)
+    return Release(name, "gaussian", schedule.multiplier, 2.0 * sub.lipschitz,
+                   clip=sub.lipschitz)
 
 
 def outer_release(problem: BilevelProblem, outer: str, rho: float, aid: bool = False
                   ) -> Release:
-    """The outer sum's release: sensitivity 2 C_out (2 C_AID for DP-AID's n Eq. (1)) at cost
-    ``rho`` (``full``), no noise (``none``, D2), or noise for the data dependence of grad_x f
-    alone (``upper_only``, the naive outer step of §3.2 M2: none on P-A and P-D, whose
-    grad_x f reads no data)."""
+    """The outer sum's release: sensitivity 2 C_out (2 C_AID for DP-AID's n Eq. (1)), each
+    example's vector clipped at half of it (replace-one), at cost ``rho`` (``full``), no noise
+    (``none``, D2), or noise for the data dependence of grad_x f alone with nothing clipped
+    (``upper_only``, the naive outer step of §3.2 M2: none on P-A and P-D, whose grad_x f
+    reads no data)."""
     constants = problem.constants
     bound = 2.0 * (constants.aid_bound if aid else constants.outer_bound)
     if outer == "upper_only":
         upper = 2.0 * problem.upper_data_bound
-        return (Release("outer", "gaussian", multiplier(rho), upper) if upper > 0
+        return (Release("outer", "gaussian", multiplier(rho), upper, math.inf) if upper > 0
                 else Release("outer", "gaussian", 0.0, math.inf))
-    return Release("outer", "gaussian", multiplier(rho) if outer == "full" else 0.0, bound)
+    return Release("outer", "gaussian", multiplier(rho) if outer == "full" else 0.0, bound,
+                   bound / 2.0)
 
 
 def multiplier(rho: float) -> float:
@@ -504,23 +507,19 @@ class BilevelProgram:
         self.lam = self._tensor([p["lam"] for p in resolved], device)
         self.eta = self._tensor([p["eta"] for p in resolved], device)
         constants = problem.constants
-        self.outer_clip = self._tensor(
-            [math.inf if p["outer"] == "upper_only" else constants.outer_bound
-             for p in resolved], device)
         self.y_radius = 2.0 * constants.l0f / (self.lam * constants.mu_g)
         #: each run's outer sampling rate (Alg. 3; 1: the full batch of Alg. 1)
         self.rate = self._tensor([plan.values.get("sampling_rate", 1.0) for plan in plans],
                                  device)
         self.sampling = [make_generator(run.seed, "poisson", device) for run in runs]
         planned = [name for name in RELEASES if name in release_counts(plans[0].releases)]
-        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device,
+                                              problem.dtype)
                          for name in planned}
         self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
                       for name in planned}
         subs = [subproblems(constants, float(p["lam"])) for p in resolved]
         self.mu = {name: self._tensor([s[name].mu for s in subs], device) for name in SUBPROBLEMS}
-        self.clip = {name: self._tensor([s[name].lipschitz for s in subs], device)
-                     for name in SUBPROBLEMS}
         self.radii: dict[str, torch.Tensor] = {}
         self.inner_steps: dict[str, int] = {}
         self.inner_rate = self._tensor([plan.values.get("sampling_rate_inner", 1.0)
@@ -600,7 +599,7 @@ class BilevelProgram:
                     return poisson_batches(self.n, self.inner_rate.tolist(),
                                            self.inner_sampling, x.device)
             released = loc_gd(self._example_grads(name, x), start, self.mu[name],
-                              self.clip[name], radii, self.inner_steps[name], release, noise,
+                              radii, self.inner_steps[name], release, noise,
                               sampler, self.inner_rate * self.n)
             if self.warm is not None:
                 self.warm.remember(name, x, released)
@@ -620,7 +619,7 @@ class BilevelProgram:
     def _outer_sum(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor
                    ) -> torch.Tensor:
         """Alg. 1 line 4 before noise, summed over the examples (Alg. 3: over each run's
-        Poisson batch): Eq. (3)'s per-example vectors clipped at C_out."""
+        Poisson batch): Eq. (3)'s per-example vectors clipped at the outer release's C_out."""
         problem, examples, mask, copies = self.model, self.examples, None, 1
         if bool((self.rate < 1.0).any()):
             index, mask = poisson_batches(self.n, self.rate.tolist(), self.sampling,
@@ -630,7 +629,7 @@ class BilevelProgram:
             examples, copies = {k: v[:, :1] for k, v in examples.items()}, self.n
         vectors = (problem.per_example_grad("f", "x", x, y_lambda, examples)
                    + problem.per_example_penalty_x(x, y_lambda, y, self.lam, examples))
-        return copies * clipped_sum(vectors, self.outer_clip, mask)
+        return copies * clipped_sum(vectors, self.releases["outer"].clip, mask)
 
     def step(self) -> None:
         problem, x = self.model, self.x

@@ -99,12 +99,11 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.kernels.clip import clip_factors
+from dpminimax.kernels.clip import clip_each_run, clip_scaled
 from dpminimax.kernels.gather import IndexedRows, batch_values, compact_codes
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.membership import Members, member_rows, sample_sizes, to_rows
 from dpminimax.kernels.rowwise import row_softmax
-from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
@@ -375,7 +374,8 @@ class DpFermi(Method):
         averaged = math.sqrt(8.0 / rho) / schedule.batch
         released = averaged * (1.0 if faithful else schedule.batch)
         theta = _theorem_release("theta_gradient", sigma_w / averaged,
-                                 (1.0 if faithful else lam) * lipschitz * bound * released)
+                                 (1.0 if faithful else lam) * lipschitz * bound * released,
+                                 lipschitz)
         w = _theorem_release("w_gradient", sigma_w / averaged, lam * released)
         unamplified = membership_visible_epsilon(theta, w, schedule, run.delta,
                                                  params["accountant"])
@@ -506,12 +506,14 @@ def group_counts(data: PreparedDataset, fairness: str,
     return np.bincount(cells * groups + s, minlength=count * groups).reshape(count, groups)
 
 
-def _theorem_release(name: str, multiplier: float, sensitivity: float) -> Release:
-    """A release of Thm. 3.3's noise; at lam = 0 (sensitivity 0) the sum does not depend on s
-    and is released without noise."""
+def _theorem_release(name: str, multiplier: float, sensitivity: float,
+                     clip: float | None = None) -> Release:
+    """A release of Thm. 3.3's noise (``clip``: the bound L of the s-dependent gradient part
+    its sensitivity rests on); at lam = 0 (sensitivity 0) the sum does not depend on s and is
+    released without noise."""
     if sensitivity == 0.0:
-        return Release(name, "gaussian", 0.0, math.inf)
-    return Release(name, "gaussian", multiplier, sensitivity)
+        return Release(name, "gaussian", 0.0, math.inf, clip)
+    return Release(name, "gaussian", multiplier, sensitivity, clip)
 
 
 @functools.lru_cache(maxsize=256)
@@ -575,10 +577,9 @@ class FermiProgram:
         self.lam, self.lr, self.lr_w, self.radius = (per_run(p[k] for p in params)
                                                      for k in ("lam", "lr", "lr_w", "w_radius"))
         # example mode clips each example's gradients to its releases' sensitivities; Thm. 3.3
-        # clips the s-dependent part to L (code v1: the batch mean); clip_w: example mode only
-        self.clip = (per_run(p["clip"] for p in params) if privacy == "sensitive_attribute"
-                     else self.theta_release.clip)
-        self.clip_w = self.w_release.clip
+        # clips the s-dependent part to L (code v1: the batch mean), the theta release's clip;
+        # clip_w: example mode only
+        self.clip, self.clip_w = self.theta_release.clip, self.w_release.clip
         self.noise = [make_generator(seed, "noise", device) for seed in seeds]
         self.noise_w = [make_generator(seed, "noise_w", device) for seed in seeds]
         self.dropout = [make_generator(seed, "dropout", device) for seed in seeds]
@@ -608,7 +609,7 @@ class FermiProgram:
     def _project(self, w: torch.Tensor) -> torch.Tensor:
         """Pi_W: each W (one per cell) onto the Frobenius ball of radius ``w_radius``."""
         norms = torch.linalg.vector_norm(w, dim=(-2, -1))
-        return w * clip_factors(norms, self.radius).unsqueeze(-1).unsqueeze(-1)
+        return clip_scaled(w, norms, self.radius)
 
     def step(self) -> None:
         """Alg. 1 lines 4-6 on the schedule's next batch."""
@@ -638,7 +639,7 @@ class FermiProgram:
         if self.privacy == "example":                             # clip lam grad_W psi_i
             norms, = self._per_cell(
                 members, lambda w, p_s: (psi_grad_w_norms(probs, attributes, w, p_s),))
-            w_weights = w_weights * clip_factors(w_weights.abs() * norms, self.clip_w)
+            w_weights = clip_scaled(w_weights, w_weights.abs() * norms, self.clip_w)
         self._w_step(torch.stack([
             psi_grad_w(probs, attributes, self.w[:, cell], self.p_s[:, cell, :self.columns],
                        w_weights * member.to(w_weights.dtype))
@@ -701,7 +702,7 @@ class FermiProgram:
         if self.privacy == "sensitive_attribute" and not self.faithful:  # spec §11 item 3
             norms = (torch.linalg.vector_norm(fair_sensitive, dim=-1)
                      * batch_values(self.x_norm, index))
-            fair_sensitive = fair_sensitive * clip_factors(norms, self.clip).unsqueeze(-1)
+            fair_sensitive = clip_scaled(fair_sensitive, norms, self.clip)
         loss = probs - F.one_hot(y, probs.shape[-1]).to(probs.dtype)
         return loss[..., -outputs.shape[-1]:] + weights.unsqueeze(-1) * (
             fair_independent + fair_sensitive)
@@ -747,12 +748,7 @@ class FermiProgram:
         releases the batch mean clipped to L instead."""
         sums, step_size = {"weight": grad_w, "bias": grad_b}, self.lr / divisor
         if self.faithful:
-            mean = {k: v / divisor for k, v in sums.items()}
-            # one row per run, reduced along it: the same bits alone or among other runs
-            norms = torch.linalg.vector_norm(
-                torch.cat([v.flatten(start_dim=1) for v in mean.values()], dim=1), dim=-1)
-            factor = clip_factors(norms.unsqueeze(-1), self.clip)[:, 0]
-            sums = {k: v * along_runs(factor, v) for k, v in mean.items()}
+            sums = clip_each_run({k: v / divisor for k, v in sums.items()}, self.clip)
             step_size = self.lr
         noisy_linear_descent(self.state, sums, release=self.theta_release,
                              generators=self.noise, step_size=step_size)

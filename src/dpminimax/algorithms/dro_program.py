@@ -32,7 +32,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
-from dpminimax.kernels.clip import clip_and_accumulate, clip_factors, per_sample_norms
+from dpminimax.kernels.clip import clip_scaled, per_sample_norms
 from dpminimax.kernels.gather import as_tensor, batch_values
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
@@ -328,7 +328,7 @@ class DroProgram:
         (papers/dpdro/README.md, "Deviation: clipping")."""
         losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
         weights = weight(losses)
-        factor = clip_factors(per_sample_norms(grads), clip) * weights
+        factor = clip_scaled(weights, per_sample_norms(grads), clip)
         return weights, {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
                          for k, g in grads.items()}
 
@@ -342,8 +342,7 @@ class DroProgram:
             release = release.shrunk(shrink)
         scalar = isinstance(contributions, torch.Tensor)
         values = {"value": contributions.unsqueeze(-1)} if scalar else contributions
-        noisy = release.perturb(clip_and_accumulate(values, release.clip, batch.mask),
-                                self.noise)
+        noisy = release.privatize(values, self.noise, batch.mask)
         mean = {k: v / expected_batch_size(self.n, batch.rate) for k, v in noisy.items()}
         return mean["value"][:, 0] if scalar else mean
 

@@ -328,9 +328,11 @@ def paper_multiplier(blocks: int, target: float, delta: float) -> float:
     return 2.0 * math.sqrt(2.0 * math.log(5.0 / delta)) / target
 
 
-def output_releases(sensitivities: dict[str, float], multiplier: float) -> Batch:
-    """One full-data Gaussian release per block (``output_<block>``)."""
-    return Batch(tuple(Release(f"output_{name}", "gaussian", multiplier, sensitivity)
+def output_releases(sensitivities: dict[str, float], multiplier: float,
+                    clip: float | None = None) -> Batch:
+    """One full-data Gaussian release per block (``output_<block>``); ``clip``: the bound of
+    the clipped gradients the sensitivities rest on, if any (:attr:`Release.clip`)."""
+    return Batch(tuple(Release(f"output_{name}", "gaussian", multiplier, sensitivity, clip)
                        for name, sensitivity in sensitivities.items()))
 
 

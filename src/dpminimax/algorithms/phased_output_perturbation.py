@@ -161,10 +161,11 @@ def phase_sensitivities(lipschitz: float, schedule: PhaseSchedule, mu: float,
             for k, size in enumerate(schedule.sizes, start=1)]
 
 
-def phased_releases(block: str, sensitivities: Sequence[float], multiplier: float) -> Parallel:
+def phased_releases(block: str, sensitivities: Sequence[float], multiplier: float,
+                    clip: float | None = None) -> Parallel:
     """One algorithm's phases, each releasing ``block`` once (``output_<block>_<k>``), composed
-    in parallel over the disjoint chunks (Lemma A.1)."""
-    return Parallel(tuple(output_releases({f"{block}_{k}": sensitivity}, multiplier)
+    in parallel over the disjoint chunks (Lemma A.1); ``clip`` as in :func:`output_releases`."""
+    return Parallel(tuple(output_releases({f"{block}_{k}": sensitivity}, multiplier, clip)
                           for k, sensitivity in enumerate(sensitivities, start=1)))
 
 

@@ -66,7 +66,8 @@ class PhasedSgd(ProblemMethod):
     shared_parameters: ClassVar[tuple[str, ...]] = (*PROBLEM_SHARED, "accountant")
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
-        """One Gaussian release per phase, sensitivity 2 L eta_i, composed in parallel."""
+        """One Gaussian release per phase, sensitivity 2 L eta_i for SGD on gradients
+        clipped at L (the releases' clip), composed in parallel."""
         params = self.resolve(run.params)
         problem = self.minimization_problem(params)
         (block,) = problem.blocks
@@ -80,7 +81,7 @@ class PhasedSgd(ProblemMethod):
         multiplier = self.calibrate(run, lambda: calibrated_multiplier(
             1, run.epsilon, run.delta, params["accountant"]), 0.0)
         return RunPlan.account(
-            phased_releases(block.name, sensitivities, multiplier),
+            phased_releases(block.name, sensitivities, multiplier, constants.lipschitz),
             {"noise_multiplier": multiplier, "lr": min(lr, cap), "step_capped": lr > cap,
              "phases": phases}, run.delta, params["accountant"],
             neighboring_relation="replace_one")
@@ -124,7 +125,6 @@ class PhasedSgdProgram:
         self.steps = self.schedule.phases
         self.lr = torch.tensor([float(p["lr"]) for p in params], dtype=problem.dtype,
                                device=device).view(-1, 1)
-        self.clip = torch.full((len(seeds),), problem.constants.lipschitz, device=device)
         self.releases = [BatchedRelease([plan.release(f"output_{self.block.name}_{k}")
                                          for plan in plans], device)
                          for k in range(1, self.steps + 1)]
@@ -144,16 +144,15 @@ class PhasedSgdProgram:
         step = self.lr / 4 ** phase
         point = self.state[self.block.name]
         average = torch.zeros_like(point)
-        rows = self.schedule.rows(phase)
+        rows, release = self.schedule.rows(phase), self.releases[phase - 1]
         for seen, t in enumerate(range(rows.start, rows.stop), start=1):
             example = {key: value[:, t:t + 1] for key, value in self.examples.items()}
             grads = self.model.per_example_grads({self.block.name: point}, example)
             point = self.block.project(point - step * clipped_sum(grads[self.block.name],
-                                                                  self.clip))
+                                                                  release.clip))
             average = average + (point - average) / seen
         self.done += 1
-        self.state = {self.block.name: self.releases[self.done - 1].perturb(average,
-                                                                             self.noise)}
+        self.state = {self.block.name: release.perturb(average, self.noise)}
 
 
 PhasedSgdNonPrivate = nonprivate_twin(

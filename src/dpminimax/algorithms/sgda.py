@@ -57,7 +57,6 @@ from dpminimax.algorithms.problem_method import (
     ProblemMethod,
 )
 from dpminimax.data import PreparedDataset
-from dpminimax.kernels.clip import clipped_sum
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches, take_batch
 from dpminimax.privacy import calibrate_event_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
@@ -237,8 +236,7 @@ class SgdaProgram:
         moved = {}
         for block in self.blocks:
             grad, release = grads[block.name], self.releases[block.name]
-            noisy = release.perturb(clipped_sum(grad, release.clip, mask),
-                                    self.noise[block.name])
+            noisy = release.privatize(grad, self.noise[block.name], mask)
             moved[block.name] = block.project(
                 base[block.name] + self.signs[block.name] * self.scale * noisy)
         return moved

@@ -96,7 +96,6 @@ from dpminimax.algorithms.params import (
 from dpminimax.algorithms.tran2021a import require_binary
 from dpminimax.algorithms.tran2021b_compiled import pfld_sums
 from dpminimax.data import PreparedDataset
-from dpminimax.kernels.clip import clip_factors, example_sum
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import clipped_outer_sum, linear_logits, noisy_linear_descent
 from dpminimax.kernels.rowwise import binary_probs
@@ -353,9 +352,7 @@ class PfldProgram:
         probs = binary_probs(self._all_logits())
         cells = self.cells.expand(probs.shape[0], -1)
         contributions = violation_contributions(probs, cells, self.counts, self.parents, self.n)
-        factors = clip_factors(torch.linalg.vector_norm(contributions, dim=-1), self.dual.clip)
-        summed = example_sum(contributions * factors.unsqueeze(-1))
-        return self.dual.perturb(summed, self.dual_noise) / self.n
+        return self.dual.privatize(contributions, self.dual_noise) / self.n
 
     def _all_logits(self) -> torch.Tensor:
         """Logits (R, n, 1) of the whole training set: over the rows' non-zeros where the

@@ -30,6 +30,25 @@ def clip_factors(norms: torch.Tensor, max_norm: torch.Tensor) -> torch.Tensor:
     return torch.clamp(bound / (norms + TINY), max=1.0)
 
 
+def clip_scaled(values: torch.Tensor, norms: torch.Tensor, max_norm: torch.Tensor
+                ) -> torch.Tensor:
+    """``values`` (R, X, ...) with each slice ``values[r, x]``, of norm ``norms[r, x]`` (R, X)
+    (given: the caller knows it in closed form), scaled by its :func:`clip_factors` at the
+    per-run ``max_norm`` (R,), so that its norm is at most C_r."""
+    factors = clip_factors(norms, max_norm)
+    return values * factors.view(*factors.shape, *[1] * (values.dim() - factors.dim()))
+
+
+def clip_each_run(values: Mapping[str, torch.Tensor], max_norm: torch.Tensor
+                  ) -> dict[str, torch.Tensor]:
+    """Each run's whole vector (the tensors (R, ...) of ``values`` flattened and joined; one
+    row per run, so the same bits alone or among other runs) clipped to its ``max_norm`` (R,)."""
+    norms = torch.linalg.vector_norm(
+        torch.cat([v.flatten(start_dim=1) for v in values.values()], dim=1), dim=-1)
+    factor = clip_factors(norms.unsqueeze(-1), max_norm)[:, 0]
+    return {k: v * factor.view(-1, *[1] * (v.dim() - 1)) for k, v in values.items()}
+
+
 def example_sum(values: torch.Tensor) -> torch.Tensor:
     """Sum (R, ...) over the example axis of ``values`` (R, B, ...), invariant to zero padding.
 

@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
+from dpminimax.kernels.clip import clip_factors
+
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 SUPPORTED = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 
@@ -161,8 +163,7 @@ class LayerTape:
                 for value in per_example.values():
                     squared = squared + value.flatten(start_dim=1).square().sum(dim=1)
                 parts.append((name, module, activation, grad_out, per_example))
-        factors = torch.clamp(torch.as_tensor(max_norm, device=self._device)
-                              / (squared.sqrt() + 1e-12), max=1.0)
+        factors = clip_factors(squared.sqrt(), max_norm)
         summed: dict[str, torch.Tensor] = {}
         for name, module, activation, grad_out, per_example in parts:
             if per_example is None:

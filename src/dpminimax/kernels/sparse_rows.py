@@ -39,7 +39,9 @@ from dpminimax.kernels.rowwise import compiled_supported, use_torch_threads
 
 @numba.njit(cache=True, inline="always")
 def clip_factor(norm, bound):  # pragma: no cover - compiled
-    """``min(1, C / (norm + tiny))``, as :func:`dpminimax.kernels.clip.clip_factors`."""
+    """``min(1, C / (norm + tiny))``: the one compiled twin of the torch primitive
+    :func:`dpminimax.kernels.clip.clip_factors` (the same bits in float64,
+    test_kernels_sparse_rows), which every compiled loop clips through."""
     return min(1.0, bound / (norm + TINY))
 
 

@@ -18,9 +18,11 @@ A method's plan arranges releases in a tree whose event is derived, never writte
 * :class:`Parallel`: ``parts`` on disjoint parts of the data (composed in parallel).
 
 :class:`BatchedRelease` is the same release for the R runs of a batched program: its ``clip``
-(R,) bounds the per-example contributions and :meth:`~BatchedRelease.perturb` adds run r's noise
-from run r's generator (:func:`dpminimax.kernels.noise.add_noise`). Kernels and programs take a
-``BatchedRelease``, never a raw noise scale.
+(R,) bounds the per-example contributions, :meth:`~BatchedRelease.privatize` is the one privacy
+step of a sum of per-example contributions (clip at ``clip``, sum, noise) and
+:meth:`~BatchedRelease.perturb` adds run r's noise from run r's generator
+(:func:`dpminimax.kernels.noise.add_noise`) to a sum already bounded. Kernels and programs take a
+``BatchedRelease``, never a raw noise scale or clip bound.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import torch
 from dp_accounting import dp_event
 from dp_accounting.dp_event import DpEvent
 
+from dpminimax.kernels.clip import clip_and_accumulate, clipped_sum
 from dpminimax.kernels.noise import add_noise
 from dpminimax.privacy.events import (
     exponential_mechanism,
@@ -49,17 +52,23 @@ _EVENTS = {"gaussian": gaussian, "laplace": laplace, "exponential": exponential_
 
 @dataclass(frozen=True)
 class Release:
-    """One run's noisy release of a sum of contributions bounded by ``sensitivity``."""
+    """One run's noisy release of a sum of contributions bounded by ``sensitivity``; ``clip``:
+    the per-example bound the program clips at where it is not ``sensitivity`` itself (a
+    replace-one sum: half of it; an output whose stability bound rests on clipped gradients:
+    their bound)."""
 
     name: str
     mechanism: str
     noise_multiplier: float
     sensitivity: float
+    clip: float | None = None
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"release {self.name!r}: mechanism must be one of {MECHANISMS}, "
                              f"got {self.mechanism!r}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"release {self.name!r}: clip must be > 0, got {self.clip}")
         if not self.noise_multiplier >= 0:
             raise ValueError(f"release {self.name!r}: noise multiplier must be >= 0, got "
                              f"{self.noise_multiplier}")
@@ -73,6 +82,11 @@ class Release:
     @property
     def private(self) -> bool:
         return self.noise_multiplier > 0
+
+    @property
+    def clip_bound(self) -> float:
+        """The per-example bound the program clips at: ``clip``, else the sensitivity."""
+        return self.sensitivity if self.clip is None else self.clip
 
     def event(self) -> DpEvent:
         """The mechanism: Gaussian / Laplace / report-noisy-min with this noise multiplier (noise
@@ -175,18 +189,23 @@ class BatchedRelease:
     """The release ``name`` of R batched runs (``releases[r]`` is run r's): per-run clip bounds
     and the noise each run adds to its own sum."""
 
-    def __init__(self, releases: Sequence[Release], device: torch.device | str = "cpu") -> None:
+    def __init__(self, releases: Sequence[Release], device: torch.device | str = "cpu",
+                 dtype: torch.dtype | None = None) -> None:
         names = {(release.name, release.mechanism) for release in releases}
         if len(names) != 1:
             raise ValueError(f"the runs of one batched release must make the same release; "
                              f"got {sorted(names)}")
         self.releases = tuple(releases)
         self.name, self.mechanism = names.pop()
-        #: (R,) per-example contribution bounds (the clip norms; inf = not clipped).
-        self.clip = torch.tensor([release.sensitivity for release in releases], device=device)
+        #: (R,) per-example contribution bounds (the clip norms; inf = not clipped), in
+        #: ``dtype`` (None: torch's default; the noise scale is computed in the default dtype).
+        self.clip = torch.tensor([release.clip_bound for release in releases],
+                                 dtype=dtype, device=device)
+        sensitivity = torch.tensor([release.sensitivity for release in releases], device=device)
         multiplier = torch.tensor([release.noise_multiplier for release in releases],
                                   device=device)
-        bounded = torch.where(torch.isinf(self.clip), torch.zeros_like(self.clip), self.clip)
+        bounded = torch.where(torch.isinf(sensitivity), torch.zeros_like(sensitivity),
+                              sensitivity)
         #: (R,) noise scale of each run: std (Gaussian) or scale (Laplace).
         self.noise_std = multiplier * bounded
 
@@ -197,7 +216,7 @@ class BatchedRelease:
         return cls([plan[name] for plan in plans], device)
 
     def shrunk(self, factor: torch.Tensor) -> BatchedRelease:
-        """This release with run r's contribution bound (hence its noise) multiplied by
+        """This release with run r's clip bound and sensitivity (hence its noise) multiplied by
         ``factor[r]`` in (0, 1], a public function of already released values (the SPIDER
         difference clips of paper 004, Thms. 6 and 8, tied to the iterate movement). The
         noise multiplier is unchanged, so each release's event, and the plan's accounting,
@@ -205,9 +224,25 @@ class BatchedRelease:
         factors = torch.as_tensor(factor, dtype=torch.float64)
         # a diverged run's NaN movement keeps the full bound (the finite guard then stops it)
         factors = torch.clamp(torch.nan_to_num(factors, nan=1.0), 1e-12, 1.0)
-        return BatchedRelease([replace(release, sensitivity=release.sensitivity * f)
+        return BatchedRelease([replace(release, sensitivity=release.sensitivity * f,
+                                       clip=None if release.clip is None else release.clip * f)
                                for release, f in zip(self.releases, factors.tolist(),
-                                                     strict=True)], self.clip.device)
+                                                     strict=True)],
+                              self.clip.device, self.clip.dtype)
+
+    def privatize(self, per_example: Mapping[str, torch.Tensor] | torch.Tensor,
+                  generators: Sequence[torch.Generator], mask: torch.Tensor | None = None):
+        """The privacy step (Abadi et al. 2016, Alg. 1: clip, sum, noise): the per-example
+        contributions (a tensor (R, B, d), or a dict of (R, B, ...) tensors, an example's norm
+        taken over all of them) clipped at this release's ``clip``, summed over the unmasked
+        examples (``mask`` (R, B); None: all, for a tensor only), and :meth:`perturb`-ed. A
+        tensor is summed by :func:`~dpminimax.kernels.clip.clipped_sum` (the same bits alone or
+        in any batch), a dict by :func:`~dpminimax.kernels.clip.clip_and_accumulate` (one
+        einsum per tensor)."""
+        summed = (clipped_sum(per_example, self.clip, mask)
+                  if isinstance(per_example, torch.Tensor)
+                  else clip_and_accumulate(per_example, self.clip, mask))
+        return self.perturb(summed, generators)
 
     def perturb(self, summed: Mapping[str, torch.Tensor] | torch.Tensor,
                 generators: Sequence[torch.Generator]):
