@@ -37,6 +37,10 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="the prepared dataset directory")
     parser.add_argument("--param", required=True)
     parser.add_argument("--values", required=True, nargs="+", type=yaml.safe_load)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="other parameters fixed for every value (YAML values)")
+    parser.add_argument("--by", nargs="*", default=[],
+                        help="runs-table columns of the job's own grid to keep apart (p_clip)")
     parser.add_argument("--work", default="sweep", help="folder of the trained jobs")
     parser.add_argument("--out", required=True, help="CSV of the summary")
     args = parser.parse_args()
@@ -47,6 +51,8 @@ def main() -> None:
     if len(jobs) != 1:
         parser.error(f"{len(jobs)} jobs match (name --dataset if the experiment has several)")
     job = jobs[0]
+    fixed = {key: yaml.safe_load(value) for key, value in
+             (item.split("=", 1) for item in args.set)}
     runs = []
     for value in args.values:
         out = Path(args.work) / f"{args.param}~{value}"
@@ -54,12 +60,12 @@ def main() -> None:
             config = {"paper": job.paper, "experiment": job.experiment, "dataset": job.dataset,
                       "method": job.method, "epsilon": job.epsilon, "delta": job.delta,
                       "seeds": list(job.seeds), "scale": job.scale,
-                      "params": {**job.params, args.param: value}}
+                      "params": {**job.params, **fixed, args.param: value}}
             api.train(config, data_dir=args.data, out_dir=out)
         runs.append(pd.read_parquet(out / "metrics.parquet").assign(**{args.param: value}))
     table = pd.concat(runs, ignore_index=True)
     summary = summarize(table, [m for m in METRICS if m in table.columns],
-                        by=[args.param, "method", "epsilon"])
+                        by=[args.param, *args.by, "method", "epsilon"])
     summary.to_csv(args.out, index=False)
     print(summary.to_string())
 
