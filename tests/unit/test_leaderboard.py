@@ -238,3 +238,16 @@ def test_compare_writes_the_utility_figure_and_refuses_a_constrained_one_without
     with pytest.raises(ValueError, match="^figure_budget: fair_classification is constrained"):
         lb.compare([tmp_path / "fair" / "racodp" / "runs.parquet"], "fair_classification",
                    tmp_path / "fair_out", figure=True)
+
+
+def test_compare_says_not_run_when_every_run_is_on_stand_in_data(tmp_path):
+    """The workflow's rule must complete (and say why) when nothing is left to compare."""
+    table = tmp_path / "results" / "dpdro" / "runs.parquet"
+    _write(table, _runs().assign(data_standin=True))
+    done = lb.compare([table], "kl_dro", tmp_path / "out", metric="dro_objective", figure=True)
+    assert done["runs"] == 0 and done["dropped"]["stand-in data"] == 20
+    assert (tmp_path / "out" / "summary.md").read_text().endswith(
+        "NOT RUN: no run of kl_dro with `dro_objective` is left to compare (runs left out - "
+        "stand-in data: 20).\n")
+    assert pd.read_csv(tmp_path / "out" / "leaderboard.csv").empty
+    assert (tmp_path / "out" / "utility_vs_eps.png").stat().st_size > 0

@@ -436,8 +436,8 @@ def plot_utility_vs_epsilon(board: pd.DataFrame, family: Family, metric: str,
     rows = rows.dropna(subset=["value"]).rename(
         columns={"value": "mean", "low": "ci_low", "high": "ci_high"})
     if rows.empty:
-        raise ValueError(f"{metric}: no leaderboard score to plot"
-                         + ("" if budget is None else f" within the budget {budget:g}"))
+        return no_runs_figure(out_paths, f"NOT RUN: no method has a `{metric}` score"
+                              + ("" if budget is None else f" within the budget {budget:g}"))
     cells = list(rows.groupby(list(family.cell), dropna=False, sort=True))
     styles = series_styles(sorted(set(rows["method"]) - {TRIVIAL}))
     grid = np.sort(rows.loc[np.isfinite(rows["epsilon"]), "epsilon"].unique())
@@ -475,23 +475,35 @@ def compare(paths: Iterable[str | Path], family_name: str, out: str | Path, *,
     """``dpminimax compare`` and the workflow's rule ``compare``: ``out/leaderboard.csv`` and
     ``out/summary.md`` of ``family_name`` over the runs tables at ``paths`` and, with
     ``figure``, ``out/utility_vs_eps.{pdf,png}`` (:func:`plot_utility_vs_epsilon`, at
-    ``figure_budget`` for a constrained family). Returns what it did (the CLI prints it)."""
+    ``figure_budget`` for a constrained family). With no run left to compare (e.g. every run
+    on stand-in data) the files say so (``NOT RUN: ...``), so a workflow still completes.
+    Returns what it did (the CLI prints it)."""
     family = FAMILIES[family_name]
     metric = metric or family.metric
     rows, dropped = select(load_runs(paths), family, metric, delta=delta, accountant=accountant,
                            experiments=experiments)
-    board, pairs = leaderboard(rows, family, metric, interval=interval, draws=draws)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    board.to_csv(out / "leaderboard.csv", index=False)
-    (out / "summary.md").write_text(summary_markdown(board, pairs, family_name, metric))
     written = [out / "leaderboard.csv", out / "summary.md"]
-    if figure:
-        if family.budget and figure_budget is None:
-            raise ValueError(f"figure_budget: {family_name} is constrained; give the "
-                             f"{family.budget} budget its utility-vs-epsilon figure reads")
-        written += [out / f"utility_vs_eps.{ext}" for ext in ("pdf", "png")]
-        plot_utility_vs_epsilon(board, family, metric, written[-2:],
+    figures = [out / f"utility_vs_eps.{ext}" for ext in ("pdf", "png")] if figure else []
+    if figure and family.budget and figure_budget is None:
+        raise ValueError(f"figure_budget: {family_name} is constrained; give the "
+                         f"{family.budget} budget its utility-vs-epsilon figure reads")
+    if rows.empty:  # e.g. every run on stand-in data: say so rather than fail the workflow
+        reason = no_runs_reason(family_name, metric, dropped)
+        pd.DataFrame(columns=[*family.cell, "epsilon", "budget", "method"]).to_csv(
+            written[0], index=False)
+        written[1].write_text(f"# Leaderboard summary: {family_name}\n\n{reason}\n")
+        if figures:
+            no_runs_figure(figures, reason)
+        return {"family": family_name, "metric": metric, "runs": 0, "dropped": dropped,
+                "cells": 0, "methods": [], "papers": [], "clear_wins": {},
+                "written": [str(path) for path in written + figures]}
+    board, pairs = leaderboard(rows, family, metric, interval=interval, draws=draws)
+    board.to_csv(written[0], index=False)
+    written[1].write_text(summary_markdown(board, pairs, family_name, metric))
+    if figures:
+        plot_utility_vs_epsilon(board, family, metric, figures,
                                 budget=figure_budget if family.budget else None)
     found = verdicts(board, pairs, family, metric)
     clear = found[found["verdict"] == CLEAR_WIN]
@@ -499,7 +511,7 @@ def compare(paths: Iterable[str | Path], family_name: str, out: str | Path, *,
             "cells": len(found), "methods": sorted(set(board["method"])),
             "papers": sorted(set(rows["paper"])),
             "clear_wins": clear["leader"].value_counts().to_dict(),
-            "written": [str(path) for path in written]}
+            "written": [str(path) for path in written + figures]}
 
 
 def compare_pareto(paths: Iterable[str | Path], family_name: str,
@@ -511,7 +523,29 @@ def compare_pareto(paths: Iterable[str | Path], family_name: str,
     family = FAMILIES[family_name]
     if not family.budget:
         raise ValueError(f"{family_name}: no violation column, so no Pareto front")
-    rows, _ = select(load_runs(paths), family, metric or family.metric, delta=delta,
-                     accountant=accountant, experiments=experiments)
+    metric = metric or family.metric
+    rows, dropped = select(load_runs(paths), family, metric, delta=delta,
+                           accountant=accountant, experiments=experiments)
+    if rows.empty:
+        return no_runs_figure(out_paths, no_runs_reason(family_name, metric, dropped))
     check_protocol(rows, family.cell)
     return plot_pareto(rows, violation=family.budget, out_paths=out_paths)
+
+
+def no_runs_reason(family_name: str, metric: str, dropped: dict[str, int]) -> str:
+    """Why a family has nothing to compare: how many runs each filter of :func:`select` left
+    out."""
+    left_out = ", ".join(f"{reason}: {count}" for reason, count in dropped.items() if count)
+    return (f"NOT RUN: no run of {family_name} with `{metric}` is left to compare "
+            f"(runs left out - {left_out or 'none in the tables'}).")
+
+
+def no_runs_figure(out_paths: Sequence[str | Path], reason: str) -> Figure:
+    """A figure that says there was nothing to draw, and why."""
+    with paper_style():
+        fig = Figure(figsize=PANEL_SIZE, layout="constrained")
+        ax = fig.subplots()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, reason, ha="center", va="center", wrap=True, fontsize=8)
+    save_figure(fig, out_paths)
+    return fig
