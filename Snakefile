@@ -15,6 +15,7 @@ include: "workflow/rules/tune.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report_status.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/compare.smk"
 
 
 report: "workflow/report/workflow.rst"
@@ -22,7 +23,7 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        report_targets() if REPORTING else all_targets(),
+        report_targets() if REPORTING else all_targets() + compare_targets(),
     default_target: True
 
 

@@ -16,7 +16,7 @@
     dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
     dpminimax compare RUNS.parquet [RUNS.parquet ...] --family F [--metric M] --out DIR
                       [--delta D] [--accountant A] [--experiments E ...] [--interval bootstrap|t]
-                      (leaderboards decided by intervals: DIR/leaderboard_<F>.csv, summary.md)
+                      (leaderboards decided by intervals: DIR/leaderboard.csv, summary.md)
 """
 
 from __future__ import annotations
@@ -467,27 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _compare(args: argparse.Namespace) -> None:
-    """Leaderboards of ``--family`` over the runs tables (:mod:`dpminimax.report.leaderboard`)."""
-    from dpminimax.report import leaderboard as lb
+    """Leaderboards of ``--family`` over the runs tables (:func:`.leaderboard.compare`)."""
+    from dpminimax.report.leaderboard import compare
 
-    family = lb.FAMILIES[args.family]
-    metric = args.metric or family.metric
-    rows, dropped = lb.select(lb.load_runs(args.runs), family, metric, delta=args.delta,
-                              accountant=args.accountant, experiments=args.experiments)
-    board, pairs = lb.leaderboard(rows, family, metric, interval=args.interval,
-                                  draws=args.draws)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    table = out / f"leaderboard_{args.family}.csv"
-    board.to_csv(table, index=False)
-    summary = out / "summary.md"
-    summary.write_text(lb.summary_markdown(board, pairs, args.family, metric))
-    verdicts = lb.verdicts(board, pairs, family, metric)
-    clear = verdicts[verdicts["verdict"] == lb.CLEAR_WIN]
-    _print({"family": args.family, "metric": metric, "runs": len(rows), "dropped": dropped,
-            "cells": len(verdicts), "methods": sorted(set(board["method"])),
-            "clear_wins": clear["leader"].value_counts().to_dict(),
-            "leaderboard": str(table), "summary": str(summary)})
+    _print(compare(args.runs, args.family, args.out, metric=args.metric, delta=args.delta,
+                   accountant=args.accountant, experiments=args.experiments,
+                   interval=args.interval, draws=args.draws))
 
 
 def _scorecard(args: argparse.Namespace) -> None:

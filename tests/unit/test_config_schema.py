@@ -72,6 +72,14 @@ def test_experiments_schema_errors_are_one_line_naming_the_key(path, value, says
     (("papers",), [], "SRC: papers: must be a list of at least 1 item(s)"),
     (("tuning",), "grid", "tuning: must be one of 'none', 'protocol'; got 'grid'"),
     (("scales",), "smoke", "'scales' was unexpected"),
+    (("compare", "families", "games", "accountant"), 3, "compare.families.games.accountant"),
+    (("compare", "families", "games", "runs", "byoa"), [], "compare.families.games.runs.byoa"),
+    (("compare", "families", "kl_dro", "runs"), None, "compare.families.kl_dro: 'runs' is a "
+                                                        "required property"),
+    (("compare", "families", "bilevel"), {"runs": {"bilevel": "all"}},
+     "SRC: compare.families: must be one of 'fair_classification', 'kl_dro', 'games'; got "
+     "'bilevel'"),
+    (("compare", "draws"), 10, "SRC: compare.draws: must be an integer >= 100; got 10"),
 ])
 def test_config_schema_errors_are_one_line_naming_the_key(path, value, says):
     assert says in _error(_set(CONFIG, path, value), "config.schema.yaml")
@@ -94,3 +102,11 @@ def test_the_workflow_checks_config_and_papers_with_check_schema():
     assert 'check_against_schema(config, "config.schema.yaml"' in text
     assert 'check_against_schema(spec, "experiments.schema.yaml"' in text
     assert "check_schema(instance, SCHEMAS / name, source)" in text
+
+
+def test_the_compare_block_knows_every_family_of_the_leaderboards():
+    from dpminimax.report.leaderboard import FAMILIES
+
+    schema = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
+    families = schema["properties"]["compare"]["properties"]["families"]
+    assert families["propertyNames"]["enum"] == list(FAMILIES)

@@ -147,7 +147,7 @@ def test_compare_cli_end_to_end(tmp_path, capsys):
                  "--out", str(out), "--draws", "400"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["cells"] == 1 and printed["clear_wins"] == {} and printed["runs"] == 20
-    board = pd.read_csv(out / "leaderboard_kl_dro.csv")
+    board = pd.read_csv(out / "leaderboard.csv")
     assert board.loc[board["method"] == "clear", "rank"].item() == 1
     assert not board.loc[board["method"] == "worse", "beats_trivial"].item()
     summary = (out / "summary.md").read_text()
@@ -211,3 +211,43 @@ def test_the_cli_offers_every_family():
         args = build_parser().parse_args(["compare", "runs.parquet", "--family", name,
                                           "--out", "out"])
         assert args.family == name and args.interval == "bootstrap"
+
+
+def test_an_override_folder_reads_the_split_from_the_shared_prepared_data(tmp_path):
+    """results/override~<d>/<paper>/runs.parquet: the split is results/data/<d>/meta.json's."""
+    meta = tmp_path / "results" / "data" / "mnist-st" / "meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"arrays_sha256": "abcdef0123456789ffff"}))
+    table = tmp_path / "results" / "override~mnist-st" / "dpdro" / "runs.parquet"
+    _write(table, _runs())
+    assert set(lb.load_runs([table])["split"]) == {"abcdef0123456789"}
+
+
+def test_compare_writes_the_utility_figure_and_refuses_a_constrained_one_without_budget(
+        tmp_path):
+    table = tmp_path / "results" / "dpdro" / "runs.parquet"
+    _write(table, pd.concat([_runs(epsilon=1.0), _runs(epsilon=4.0)]))
+    done = lb.compare([table], "kl_dro", tmp_path / "out", metric="dro_objective", draws=200,
+                      figure=True)
+    assert done["cells"] == 2 and done["papers"] == ["dpdro"]
+    for name in ("leaderboard.csv", "summary.md", "utility_vs_eps.pdf", "utility_vs_eps.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    fair = _runs().assign(paper="racodp", test_error=lambda t: t["dro_objective"],
+                          dp_violation=0.01)
+    _write(tmp_path / "fair" / "racodp" / "runs.parquet", fair)
+    with pytest.raises(ValueError, match="^figure_budget: fair_classification is constrained"):
+        lb.compare([tmp_path / "fair" / "racodp" / "runs.parquet"], "fair_classification",
+                   tmp_path / "fair_out", figure=True)
+
+
+def test_compare_says_not_run_when_every_run_is_on_stand_in_data(tmp_path):
+    """The workflow's rule must complete (and say why) when nothing is left to compare."""
+    table = tmp_path / "results" / "dpdro" / "runs.parquet"
+    _write(table, _runs().assign(data_standin=True))
+    done = lb.compare([table], "kl_dro", tmp_path / "out", metric="dro_objective", figure=True)
+    assert done["runs"] == 0 and done["dropped"]["stand-in data"] == 20
+    assert (tmp_path / "out" / "summary.md").read_text().endswith(
+        "NOT RUN: no run of kl_dro with `dro_objective` is left to compare (runs left out - "
+        "stand-in data: 20).\n")
+    assert pd.read_csv(tmp_path / "out" / "leaderboard.csv").empty
+    assert (tmp_path / "out" / "utility_vs_eps.png").stat().st_size > 0

@@ -21,6 +21,9 @@ def test_an_override_plans_only_outputs_in_its_own_folder(workflow_copy):
     outputs = _outputs(result)
     own = {p for p in outputs if p.startswith("results/override~synthetic-fair/racodp/")}
     assert "results/override~synthetic-fair/racodp/figures/fig4_dp/tradeoff_dp.png" in own
+    # its leaderboards too (rule compare: the fair-classification family reads fig4_dp)
+    own |= {p for p in outputs if p.startswith("results/override~synthetic-fair/compare/")}
+    assert "results/override~synthetic-fair/compare/fair_classification/leaderboard.csv" in own
     assert any("/train/fig4_dp/synthetic-fair/racodp/" in p for p in own)
     shared = {p for p in outputs if p.startswith("results/data/")}
     assert outputs == own | shared, sorted(outputs - own - shared)[:10]

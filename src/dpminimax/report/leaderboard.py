@@ -44,10 +44,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from dpminimax.report.claims_interval import DRAWS, claim_seed, t_interval, widened_percentiles
 from dpminimax.report.dominance import TRIVIAL, error_at, pareto_front, resampled_means
-from dpminimax.report.pareto import DEFAULT_BUDGETS
+from dpminimax.report.figures import _draw_series, _epsilon_axis, _figure_legend, save_figure
+from dpminimax.report.pareto import DEFAULT_BUDGETS, plot_pareto
+from dpminimax.report.style import PANEL_SIZE, paper_style, series_styles
+from dpminimax.report.trivial import draw_trivial_level
 from dpminimax.trivial import column as trivial_column
 
 #: The columns on which every run of a cell must agree (module docstring).
@@ -92,7 +96,8 @@ def load_runs(paths: Iterable[str | Path]) -> pd.DataFrame:
     for path in map(Path, paths):
         table = pd.read_parquet(path)
         if "split" not in table.columns:
-            data = path.parent.parent / "data"
+            root = path.parent.parent  # results/ or results/override~<d>/
+            data = root.parent / "data" if root.name.startswith("override~") else root / "data"
             table["split"] = table["dataset"].astype(str).map(
                 lambda name, data=data: _split_hash(data / name / "meta.json"))
         tables.append(table)
@@ -407,3 +412,140 @@ def _text(value) -> str:
 
 def _num(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+#: Panels per row of the utility-vs-epsilon figure.
+PANELS_PER_ROW = 5
+
+
+def cell_label(cell: Sequence[str], values: Sequence) -> str:
+    """A cell's name without epsilon, e.g. ``g1_quadratic_game, n=256, d=10``."""
+    parts = [str(v) if c == "dataset" else f"{c.removeprefix('p_')}={_num(v)}"
+             for c, v in zip(cell, values, strict=True)]
+    return ", ".join(parts)
+
+
+def plot_utility_vs_epsilon(board: pd.DataFrame, family: Family, metric: str,
+                            out_paths: Sequence[str | Path], *,
+                            budget: float | None = None) -> Figure:
+    """Each method's leaderboard score (its best configuration, within ``budget`` for a
+    constrained family) against epsilon with its 95% interval, one panel per cell; the trivial
+    baseline as a level; non-private methods as references (the series of
+    :mod:`.figures`)."""
+    rows = board if budget is None else board[np.isclose(board["budget"], budget)]
+    rows = rows.dropna(subset=["value"]).rename(
+        columns={"value": "mean", "low": "ci_low", "high": "ci_high"})
+    if rows.empty:
+        return no_runs_figure(out_paths, f"NOT RUN: no method has a `{metric}` score"
+                              + ("" if budget is None else f" within the budget {budget:g}"))
+    cells = list(rows.groupby(list(family.cell), dropna=False, sort=True))
+    styles = series_styles(sorted(set(rows["method"]) - {TRIVIAL}))
+    grid = np.sort(rows.loc[np.isfinite(rows["epsilon"]), "epsilon"].unique())
+    eps_range = (grid[0] / 1.5, grid[-1] * 1.5) if grid.size else (0.1, 10.0)
+    columns = min(PANELS_PER_ROW, len(cells))
+    lines = -(-len(cells) // columns)
+    with paper_style():
+        fig = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * lines),
+                     layout="constrained")
+        axes = fig.subplots(lines, columns, squeeze=False).ravel()
+        for ax, (key, panel) in zip(axes, cells, strict=False):
+            for method, style in styles.items():
+                _draw_series(ax, panel[panel["method"] == method], style)
+            trivial = panel.loc[panel["method"] == TRIVIAL, "mean"]
+            if not trivial.empty:
+                draw_trivial_level(ax, float(trivial.mean()), "trivial baseline")
+            _epsilon_axis(ax, grid, eps_range)
+            ax.set_title(cell_label(family.cell, key if isinstance(key, tuple) else (key,)))
+        for ax in axes[len(cells):]:
+            ax.set_visible(False)
+        for ax in axes[::columns]:
+            ax.set_ylabel(metric)
+        _figure_legend(fig, list(axes[:len(cells)]))
+        fig.suptitle("Best configuration per method, 95% bootstrap interval over seeds"
+                     + ("" if budget is None else f"; {family.budget} ≤ {budget:g}"))
+    save_figure(fig, out_paths)
+    return fig
+
+
+def compare(paths: Iterable[str | Path], family_name: str, out: str | Path, *,
+            metric: str | None = None, delta: float | None = None,
+            accountant: str | None = None, experiments: Sequence[str] | None = None,
+            interval: str = "bootstrap", draws: int = DRAWS, figure_budget: float | None = None,
+            figure: bool = False) -> dict:
+    """``dpminimax compare`` and the workflow's rule ``compare``: ``out/leaderboard.csv`` and
+    ``out/summary.md`` of ``family_name`` over the runs tables at ``paths`` and, with
+    ``figure``, ``out/utility_vs_eps.{pdf,png}`` (:func:`plot_utility_vs_epsilon`, at
+    ``figure_budget`` for a constrained family). With no run left to compare (e.g. every run
+    on stand-in data) the files say so (``NOT RUN: ...``), so a workflow still completes.
+    Returns what it did (the CLI prints it)."""
+    family = FAMILIES[family_name]
+    metric = metric or family.metric
+    rows, dropped = select(load_runs(paths), family, metric, delta=delta, accountant=accountant,
+                           experiments=experiments)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "leaderboard.csv", out / "summary.md"]
+    figures = [out / f"utility_vs_eps.{ext}" for ext in ("pdf", "png")] if figure else []
+    if figure and family.budget and figure_budget is None:
+        raise ValueError(f"figure_budget: {family_name} is constrained; give the "
+                         f"{family.budget} budget its utility-vs-epsilon figure reads")
+    if rows.empty:  # e.g. every run on stand-in data: say so rather than fail the workflow
+        reason = no_runs_reason(family_name, metric, dropped)
+        pd.DataFrame(columns=[*family.cell, "epsilon", "budget", "method"]).to_csv(
+            written[0], index=False)
+        written[1].write_text(f"# Leaderboard summary: {family_name}\n\n{reason}\n")
+        if figures:
+            no_runs_figure(figures, reason)
+        return {"family": family_name, "metric": metric, "runs": 0, "dropped": dropped,
+                "cells": 0, "methods": [], "papers": [], "clear_wins": {},
+                "written": [str(path) for path in written + figures]}
+    board, pairs = leaderboard(rows, family, metric, interval=interval, draws=draws)
+    board.to_csv(written[0], index=False)
+    written[1].write_text(summary_markdown(board, pairs, family_name, metric))
+    if figures:
+        plot_utility_vs_epsilon(board, family, metric, figures,
+                                budget=figure_budget if family.budget else None)
+    found = verdicts(board, pairs, family, metric)
+    clear = found[found["verdict"] == CLEAR_WIN]
+    return {"family": family_name, "metric": metric, "runs": len(rows), "dropped": dropped,
+            "cells": len(found), "methods": sorted(set(board["method"])),
+            "papers": sorted(set(rows["paper"])),
+            "clear_wins": clear["leader"].value_counts().to_dict(),
+            "written": [str(path) for path in written + figures]}
+
+
+def compare_pareto(paths: Iterable[str | Path], family_name: str,
+                   out_paths: Sequence[str | Path], *, metric: str | None = None,
+                   delta: float | None = None, accountant: str | None = None,
+                   experiments: Sequence[str] | None = None) -> Figure:
+    """The Pareto figure of a constrained family's compared runs (the runs :func:`compare`
+    ranks; :func:`.pareto.plot_pareto`: every method's points and front per cell)."""
+    family = FAMILIES[family_name]
+    if not family.budget:
+        raise ValueError(f"{family_name}: no violation column, so no Pareto front")
+    metric = metric or family.metric
+    rows, dropped = select(load_runs(paths), family, metric, delta=delta,
+                           accountant=accountant, experiments=experiments)
+    if rows.empty:
+        return no_runs_figure(out_paths, no_runs_reason(family_name, metric, dropped))
+    check_protocol(rows, family.cell)
+    return plot_pareto(rows, violation=family.budget, out_paths=out_paths)
+
+
+def no_runs_reason(family_name: str, metric: str, dropped: dict[str, int]) -> str:
+    """Why a family has nothing to compare: how many runs each filter of :func:`select` left
+    out."""
+    left_out = ", ".join(f"{reason}: {count}" for reason, count in dropped.items() if count)
+    return (f"NOT RUN: no run of {family_name} with `{metric}` is left to compare "
+            f"(runs left out - {left_out or 'none in the tables'}).")
+
+
+def no_runs_figure(out_paths: Sequence[str | Path], reason: str) -> Figure:
+    """A figure that says there was nothing to draw, and why."""
+    with paper_style():
+        fig = Figure(figsize=PANEL_SIZE, layout="constrained")
+        ax = fig.subplots()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, reason, ha="center", va="center", wrap=True, fontsize=8)
+    save_figure(fig, out_paths)
+    return fig

@@ -1,0 +1,20 @@
+"""Snakemake adapter: rule compare -> dpminimax.report.leaderboard.compare, rule
+compare_pareto -> dpminimax.report.leaderboard.compare_pareto."""
+
+from pathlib import Path
+
+from dpminimax import api
+from dpminimax.report.leaderboard import compare, compare_pareto
+
+with api.log_to(snakemake.log[0]):
+    settings = snakemake.params.settings
+    selection = {"metric": settings.get("metric"), "delta": settings.get("delta"),
+                 "accountant": settings.get("accountant"),
+                 "experiments": settings["experiments"]}
+    figure = [snakemake.output.pdf, snakemake.output.png]
+    if snakemake.rule == "compare_pareto":
+        compare_pareto(snakemake.input.runs, snakemake.wildcards.family, figure, **selection)
+    else:
+        print(compare(snakemake.input.runs, snakemake.wildcards.family,
+                      Path(snakemake.output.leaderboard).parent, draws=settings["draws"],
+                      figure_budget=settings.get("figure_budget"), figure=True, **selection))
