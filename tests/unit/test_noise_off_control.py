@@ -23,8 +23,14 @@ CHECKED = ("dp_sgd", "racodp", "dpfermi", "tran2021a", "tran2021b", "jagielski20
            "dp_sgda_dro")
 
 
+#: RaCO-DP's step cap above the T its accountant allows at the target (102 here), so that a
+#: control planned at epsilon inf (max_steps steps, as sgda_nonprivate) would differ.
+UNCAPPED = {"racodp": {"max_steps": 1000}}
+
+
 def _runs(name: str) -> list[RunSpec]:
-    return [RunSpec(seed, TARGET, DELTA, tiny_params(name)) for seed in (0, 1)]
+    return [RunSpec(seed, TARGET, DELTA, tiny_params(name) | UNCAPPED.get(name, {}))
+            for seed in (0, 1)]
 
 
 def _fit(name: str, bug: str | None = None):
@@ -49,6 +55,8 @@ def test_control_is_the_private_fit_with_its_noise_zeroed(name):
     private, private_steps, _ = _fit(name, "noise_off")
     control, control_steps, spy = _fit(f"{name}_noise_off")
     assert control_steps == private_steps and control_steps
+    if name in UNCAPPED:
+        assert len(control_steps) < UNCAPPED[name]["max_steps"]
     assert control.resolved_params == private.resolved_params  # same plan: q, T, sigma, clips
     assert control.state.keys() == private.state.keys()
     for key in private.state:
@@ -113,3 +121,16 @@ def test_control_row_says_so(tmp_path):
         else:
             assert row["control"] == "noise_off" and row["epsilon_spent"] == math.inf
             assert not row["guarantee_covered"] and 0 < row["epsilon_planned"] <= TARGET
+
+
+def test_controls_run_at_the_quick_scale_only_and_are_drawn_apart():
+    from dpminimax.experiments import expand_jobs, load_experiments
+    from dpminimax.report.style import method_style
+    spec = load_experiments("papers/racodp/experiments.yaml")
+    controls = {scale: {(job.experiment, job.epsilon) for job in expand_jobs(spec, scale)
+                        if job.method == "racodp_noise_off"} for scale in ("default", "quick")}
+    assert not controls["default"]
+    assert {("fig9_low_budget", "1"), ("fig4_dp", "1")} <= controls["quick"]
+    private, control = method_style("racodp"), method_style("racodp_noise_off")
+    assert control.label == f"{private.label} (noise off)"
+    assert control.color != private.color and control.marker == private.marker
