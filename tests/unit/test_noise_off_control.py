@@ -134,3 +134,17 @@ def test_controls_run_at_the_quick_scale_only_and_are_drawn_apart():
     private, control = method_style("racodp"), method_style("racodp_noise_off")
     assert control.label == f"{private.label} (noise off)"
     assert control.color != private.color and control.marker == private.marker
+
+
+@pytest.mark.parametrize("name", ["dp_sgda_dro", "privatediff_dro", "dp_double_spider",
+                                  "dp_recursive_spider"])
+def test_dro_controls_at_inf_equal_the_noise_off_controls(name):
+    """Paper 004's ``<name>_control`` (issue #37: the non-private twin at epsilon inf with the
+    private clips and schedule) trains the same bits as ``<name>_noise_off`` at a finite
+    epsilon: their step counts do not depend on epsilon, and neither adds noise."""
+    runs = _runs(name)
+    twin = get_method(f"{name}_control").fit(
+        problem(), [RunSpec(run.seed, math.inf, DELTA, run.params) for run in runs], CPU)
+    control = get_method(f"{name}_noise_off").fit(problem(), runs, CPU)
+    for key in control.state:
+        np.testing.assert_array_equal(twin.state[key].numpy(), control.state[key].numpy())
