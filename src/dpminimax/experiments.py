@@ -214,6 +214,8 @@ def expand_jobs(
                     f"this parameter (known: {sorted(known)})")
         by_method = _scale_method_params(at_scale, methods, f"{where}.scales.{scale}")
         for method_name, method_spec in experiment["methods"].items():
+            if scale not in method_spec.get("scales", [scale]):
+                continue  # a method run at some scales only (a diagnosis' control)
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
             epsilons = _epsilons(method_spec, at_scale, method.private, m_where)

@@ -261,6 +261,23 @@ def test_fig9_one_series_per_budget_with_its_step_count_and_95_ci(tmp_path, seed
                                    atol=1e-12)  # a violation's interval stays in [0, 1]
 
 
+def test_fig9_draws_the_noiseless_control_apart_in_its_budgets_colour(tmp_path):
+    table = _low_budget_table()
+    control = table[table["method"] == "racodp"].assign(
+        method="racodp_noise_off", dp_violation=lambda t: t["dp_violation"] + 0.5)
+    fig = _draw("low_budget_dp", pd.concat([table, control]), tmp_path)
+    (ax,) = fig.axes
+    series = {c.get_label(): c for c in ax.containers}
+    assert len(series) == 6
+    private, noiseless = series["ε = 0.1 (T = 82)"], series["ε = 0.1, noise off (T = 82)"]
+    np.testing.assert_allclose(_data(noiseless.lines[0], "y"),
+                               _data(private.lines[0], "y") + 0.5, atol=1e-12)
+    assert noiseless.lines[0].get_color() == private.lines[0].get_color()
+    assert (noiseless.lines[0].get_linestyle(), noiseless.lines[0].get_marker()) == ("--", "s")
+    with pytest.raises(ValueError, match="private"):  # a control alone is no private run
+        get_drawer("low_budget_dp")(control, FigureRequest(out_paths=[tmp_path / "x.png"]))
+
+
 def test_fig9_without_a_private_run_is_an_error(tmp_path):
     table = _low_budget_table()
     with pytest.raises(ValueError, match="private"):

@@ -13,7 +13,7 @@ from dpminimax.experiments import (
     select_experiments,
     selected_papers,
 )
-from dpminimax.algorithms import METHODS
+from dpminimax.algorithms import CONTROLS, METHODS
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
 from dpminimax.feasibility import check_jobs, prepared_train_size
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
@@ -152,7 +152,7 @@ def problem_pattern(included):
 
 #: Methods trained on datasets whose task is not attacked (paper 004's: their task runs its
 #: own attack, Table 2's): rule ``train_unattacked`` trains them.
-UNATTACKED_METHODS = sorted(name for name, cls in METHODS.items()
+UNATTACKED_METHODS = sorted(name for name, cls in {**METHODS, **CONTROLS}.items()
                             if not cls.task.attacked and not cls.task.draws_data)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs
+from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs, noise_off_control
 from dpminimax.algorithms.bilevel_grid import DpGrid, FixedOmega, NonPrivateGrid
 from dpminimax.algorithms.double_spider import (
     DpDoubleSpider,
@@ -82,20 +82,30 @@ METHODS: dict[str, type[Method]] = {
 DIAGNOSTICS: dict[str, type[Method]] = dict(BILEVEL_DIAGNOSTICS)
 
 
+#: The noiseless clipped control of every private method, ``<name>_noise_off``
+#: (:func:`~dpminimax.algorithms.base.noise_off_control`): planned at the run's epsilon as the
+#: private method, every release without noise, its records claiming no privacy. Outside
+#: :data:`METHODS`, whose conformance suite and audits hold every method to its plan's privacy.
+CONTROLS: dict[str, type[Method]] = {
+    control.name: control for control in (noise_off_control(cls) for cls in METHODS.values()
+                                          if cls.private)
+}
+
+
 class UnknownMethodError(ValueError):
     """A configuration named a method that does not exist."""
 
 
 def get_method(name: str) -> Method:
-    """An instance of the method (or diagnostic) called ``name``."""
+    """An instance of the method (or diagnostic, or noiseless control) called ``name``."""
     try:
-        return {**METHODS, **DIAGNOSTICS}[name]()
+        return {**METHODS, **DIAGNOSTICS, **CONTROLS}[name]()
     except KeyError:
         raise UnknownMethodError(
             f"unknown method {name!r}; known methods: {sorted(METHODS)}; diagnostics (not "
-            f"private): {sorted(DIAGNOSTICS)}"
+            f"private): {sorted(DIAGNOSTICS)}; noiseless controls: <private method>_noise_off"
         ) from None
 
 
-__all__ = ["DIAGNOSTICS", "METHODS", "FitResult", "Method", "RunSpec", "UnknownMethodError",
-           "expand_runs", "get_method"]
+__all__ = ["CONTROLS", "DIAGNOSTICS", "METHODS", "FitResult", "Method", "RunSpec",
+           "UnknownMethodError", "expand_runs", "get_method"]

@@ -4,7 +4,8 @@ Following benchopt's solvers, a method is a small class with a ``name``, a ``par
 defaults (any of which an experiment may sweep), a :meth:`Method.plan` per run and a
 :meth:`Method.program` that trains R runs (seeds x grid points) as one batched program. One
 driver, :meth:`Method.fit`, runs every method's program (progress bar, monitor, result); the
-non-private twin of a method is derived from it (:func:`nonprivate_twin`). Methods never read
+non-private twin of a method is derived from it (:func:`nonprivate_twin`), and so is its noiseless
+clipped control (:func:`noise_off_control`). Methods never read
 globals: everything comes in through :class:`RunSpec` and the prepared dataset.
 """
 
@@ -25,8 +26,12 @@ from dpminimax.algorithms.params import CLIP, CLIP_OR_INF, Check, ParameterError
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.membership import member_count, shadow_indices
 from dpminimax.privacy.accounting import accounting_record
-from dpminimax.privacy.release import Part, Release, plan_event, releases_of
+from dpminimax.privacy.events import event_to_dict, non_private_event
+from dpminimax.privacy.release import Part, Release, plan_event, releases_of, silenced
 from dpminimax.tasks import FAIR_CLASSIFICATION, Task
+
+#: The ``control`` of a noiseless clipped control's runs (:func:`noise_off_control`).
+NOISE_OFF = "noise_off"
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,19 @@ class RunPlan:
     def event(self):
         return plan_event(self.releases)
 
+    def noise_off(self) -> RunPlan:
+        """This plan with every release made without noise (:func:`~dpminimax.privacy.release.
+        silenced`): the same values, releases, clips and counts. Its record claims nothing
+        (epsilon inf, guarantee not covered, ``control: noise_off``); the planned epsilons and
+        event are kept as ``planned_<key>``."""
+        planned = {key: value for key, value in self.record.items()
+                   if key.startswith("epsilon") or key == "event"}
+        record = {key: value for key, value in self.record.items() if key not in planned}
+        return RunPlan(silenced(self.releases), self.values, {
+            **record, **{f"planned_{key}": value for key, value in planned.items()},
+            "epsilon": math.inf, "event": event_to_dict(non_private_event()),
+            "guarantee_covered": False, "control": NOISE_OFF})
+
     def release(self, name: str) -> Release:
         """The release called ``name`` (the program noises with exactly this object)."""
         for release in releases_of(self.releases):
@@ -150,6 +168,9 @@ class Method(ABC):
     fixed: ClassVar[dict[str, Any]] = {}
     #: The name of the method's non-private twin (set by :func:`nonprivate_twin`).
     twin: ClassVar[str | None] = None
+    #: :data:`NOISE_OFF` for a noiseless clipped control (:func:`noise_off_control`): planned as
+    #: the private method at its epsilon, every release made without noise.
+    control: ClassVar[str | None] = None
     #: Whether the program trains shadow runs (``RunSpec.shadow``) on their member rows only
     #: (:mod:`dpminimax.kernels.membership`), which the LiRA attack needs.
     shadowable: ClassVar[bool] = False
@@ -212,6 +233,8 @@ class Method(ABC):
         if any(run.shadow is not None for run in runs):
             n = self.shadow_sample_size(runs, n)
         plans = [self.plan(run, n, data) for run in runs]
+        if self.control == NOISE_OFF:
+            plans = [plan.noise_off() for plan in plans]
         for params, plan in zip(resolved, plans, strict=True):
             params.update(plan.values)
         return resolved, shared, plans
@@ -293,6 +316,24 @@ def nonprivate_twin(private: type[M], class_name: str, *, name: str, label: str,
     })
     private.twin = name
     return twin
+
+
+def noise_off_control(private: type[M]) -> type[M]:
+    """The noiseless clipped control of the private method ``private`` (issue #38: is a gap
+    privacy or optimization?), ``<name>_noise_off``: the private run with only its noise
+    removed. Its plan is the private method's at the run's epsilon (sampling rate, step count,
+    clips, histogram / count releases, dual steps, planned noise multipliers: all as planned),
+    then :meth:`RunPlan.noise_off`: every release is made with noise std 0, and the record
+    claims no privacy (epsilon inf, the planned epsilon kept as ``planned_epsilon``)."""
+    if not private.private:
+        raise ValueError(f"method {private.name!r} is not private: it has no noise to remove")
+    class_name = f"{private.__name__}NoiseOff"
+    return type(class_name, (private,), {
+        "__doc__": f"{private.label} planned at its epsilon, every release without noise.",
+        "__module__": private.__module__, "__qualname__": class_name,
+        "name": f"{private.name}_{NOISE_OFF}", "label": f"{private.label} (noise off)",
+        "control": NOISE_OFF,
+    })
 
 
 def require_tabular(data: PreparedDataset, method: str) -> None:

@@ -277,6 +277,11 @@ def _run_table(config: Mapping[str, Any], method, fit, data: PreparedDataset | N
             "accountant": fit.accounting[r]["accountant"],
             "epsilon_spent": fit.accounting[r]["epsilon"],
             "guarantee_covered": bool(fit.accounting[r]["guarantee_covered"]),
+            # a noiseless control's run ("noise_off"): its epsilon_spent is inf, what it was
+            # planned at is epsilon_planned
+            "control": fit.accounting[r].get("control", "none"),
+            "epsilon_planned": fit.accounting[r].get("planned_epsilon",
+                                                     fit.accounting[r]["epsilon"]),
             **{key: fit.accounting[r][key] for key in ("epsilon_paper_accounting",
                                                       "epsilon_without_amplification")
                if key in fit.accounting[r]},

@@ -5,9 +5,10 @@ A :class:`Release` is one run's release of a sum of per-example contributions wh
 bounded by ``sensitivity`` (l2 for ``gaussian``, l1 for ``laplace``, l-infinity for
 ``exponential``; ``inf`` = not clipped), with noise of scale ``noise_multiplier * sensitivity``
 (``noise_multiplier`` 0: no noise, the non-private twin). Its :meth:`~Release.event` is the
-dp_accounting mechanism of that release. An ``exponential`` release publishes only the index of
-the smallest noisy score (report-noisy-min with Gumbel noise,
-:meth:`BatchedRelease.select_min`), never the noisy scores.
+dp_accounting mechanism of that release. A release with ``noise_off`` (:func:`silenced`) keeps
+its planned noise multiplier but adds no noise and claims no privacy: a noiseless control's.
+An ``exponential`` release publishes only the index of the smallest noisy score
+(report-noisy-min with Gumbel noise, :meth:`BatchedRelease.select_min`), never the noisy scores.
 
 A method's plan arranges releases in a tree whose event is derived, never written by hand:
 
@@ -62,6 +63,9 @@ class Release:
     noise_multiplier: float
     sensitivity: float
     clip: float | None = None
+    #: Made without noise whatever ``noise_multiplier`` says (a noiseless control's release,
+    #: :func:`silenced`): it adds nothing and its event is not private.
+    noise_off: bool = False
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
@@ -81,7 +85,7 @@ class Release:
 
     @property
     def private(self) -> bool:
-        return self.noise_multiplier > 0
+        return self.noise_multiplier > 0 and not self.noise_off
 
     @property
     def clip_bound(self) -> float:
@@ -177,6 +181,16 @@ def release_counts(part: Part) -> dict[str, int]:
     return counts
 
 
+def silenced(part: Part) -> Part:
+    """``part`` with every release made without noise (``noise_off``): the same tree, counts,
+    sampling rates, clips, sensitivities and planned noise multipliers (issue #38's noiseless
+    clipped control)."""
+    if isinstance(part, Batch):
+        return replace(part, releases=tuple(replace(release, noise_off=True)
+                                            for release in part.releases))
+    return replace(part, parts=tuple(silenced(sub) for sub in part.parts))
+
+
 def plan_event(part: Part) -> DpEvent:
     """The DpEvent of one run's release tree; a run none of whose releases is noised is not
     private (``NonPrivateDpEvent``)."""
@@ -202,8 +216,8 @@ class BatchedRelease:
         self.clip = torch.tensor([release.clip_bound for release in releases],
                                  dtype=dtype, device=device)
         sensitivity = torch.tensor([release.sensitivity for release in releases], device=device)
-        multiplier = torch.tensor([release.noise_multiplier for release in releases],
-                                  device=device)
+        multiplier = torch.tensor([0.0 if release.noise_off else release.noise_multiplier
+                                   for release in releases], device=device)
         bounded = torch.where(torch.isinf(sensitivity), torch.zeros_like(sensitivity),
                               sensitivity)
         #: (R,) noise scale of each run: std (Gaussian) or scale (Laplace).

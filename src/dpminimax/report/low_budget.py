@@ -4,7 +4,9 @@ budgets (the paper: epsilon in {0.01, 0.1, 1}, Adult, demographic parity, 95% CI
 One panel per dataset; one series per epsilon (a colour each), traced over the constraint target
 gamma: x = test misclassification error, y = the test violation, each point the mean over seeds
 with 95% Student-t error bars in x and y (the summaries of :func:`.tradeoff.plot_tradeoff`),
-hollow where a run is not better than the majority class (``below_majority``).
+hollow where a run is not better than the majority class (``below_majority``). The method's
+noiseless clipped control (``<method>_noise_off``, issue #38), where run, is drawn dashed in its
+epsilon's colour with square markers: the same plan without its noise.
 
 Under sound accounting a tiny budget buys very few steps (spec 000 §12 item 23: about five at
 epsilon = 0.01 on Adult), so each series' label states the step count T its runs were given
@@ -14,6 +16,7 @@ those T steps, not a converged one.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 
@@ -24,7 +27,7 @@ from matplotlib.figure import Figure
 
 from dpminimax.report.aggregate import epsilon_label
 from dpminimax.report.figures import _figure_legend, save_figure
-from dpminimax.report.style import PANEL_SIZE, paper_style
+from dpminimax.report.style import NOISE_OFF_SUFFIX, PANEL_SIZE, paper_style
 from dpminimax.report.tradeoff import (
     ERROR_AXIS_LABEL,
     TRACE_COLUMN,
@@ -39,32 +42,37 @@ STEPS_COLUMN = "p_steps"
 
 def plot_low_budget(df: pd.DataFrame, *, violation: str, out_paths: Sequence[str | os.PathLike],
                     method: str = "racodp") -> Figure:
-    """Test error (x) against ``violation`` (y) of ``method`` at each of its private budgets."""
-    rows = df.loc[(df["method"] == method) & np.isfinite(pd.to_numeric(df["epsilon"]))]
-    if rows.empty:
+    """Test error (x) against ``violation`` (y) of ``method`` at each of its private budgets,
+    and of its noiseless control where the table has its runs."""
+    finite = np.isfinite(pd.to_numeric(df["epsilon"]))
+    series = [(df.loc[(df["method"] == name) & finite], control)
+              for name, control in ((method, False), (method + NOISE_OFF_SUFFIX, True))]
+    series = [(rows, control, _our_summary(rows, violation))
+              for rows, control in series if not rows.empty]
+    if not series or series[0][1]:
         raise ValueError(f"low-budget figure: no private {method!r} run")
-    summary = _our_summary(rows, violation)
-    epsilons = np.sort(summary["epsilon"].unique())
+    epsilons = np.sort(series[0][2]["epsilon"].unique())
     colours = dict(zip(epsilons, sns.color_palette("viridis", len(epsilons)), strict=True))
-    datasets = sorted(summary["dataset"].unique())
+    datasets = sorted(series[0][2]["dataset"].unique())
     with paper_style():
         fig = Figure(figsize=(PANEL_SIZE[0] * 1.2 * len(datasets), PANEL_SIZE[1] * 1.15),
                      layout="constrained")
         axes = fig.subplots(1, len(datasets), squeeze=False, sharey=True)[0]
         for ax, dataset in zip(axes, datasets, strict=True):
-            for eps in epsilons:
+            for (rows, control, summary), eps in itertools.product(series, epsilons):
                 line = summary.loc[(summary["dataset"] == dataset) & (summary["epsilon"] == eps)]
                 if line.empty:
                     continue
                 line = line.sort_values(TRACE_COLUMN)
                 here = rows.loc[(rows["dataset"] == dataset)
                                 & (pd.to_numeric(rows["epsilon"]) == eps)]
-                ax.errorbar(line["x"], line["y"], color=colours[eps], marker="o", markersize=4.5,
-                            linestyle="-" if len(line) > 1 else "none", capsize=2,
-                            elinewidth=0.9, label=_label(eps, here),
+                marker, style = ("s", "--") if control else ("o", "-")
+                ax.errorbar(line["x"], line["y"], color=colours[eps], marker=marker,
+                            markersize=4.5, linestyle=style if len(line) > 1 else "none",
+                            capsize=2, elinewidth=0.9, label=_label(eps, here, control),
                             xerr=[line["x"] - line["x_low"], line["x_high"] - line["x"]],
                             yerr=[line["y"] - line["y_low"], line["y_high"] - line["y"]])
-                draw_hollow(ax, line, colours[eps], "o", markersize=4.5)
+                draw_hollow(ax, line, colours[eps], marker, markersize=4.5)
             draw_majority(ax, df, violation, dataset)
             ax.set_title(dataset)
             ax.set_xlabel(ERROR_AXIS_LABEL)
@@ -74,9 +82,10 @@ def plot_low_budget(df: pd.DataFrame, *, violation: str, out_paths: Sequence[str
     return fig
 
 
-def _label(eps: float, runs: pd.DataFrame) -> str:
-    """``ε = 0.01 (T = 5)``; a range of T if the runs were given different step counts."""
-    label = f"ε = {epsilon_label(eps)}"
+def _label(eps: float, runs: pd.DataFrame, control: bool = False) -> str:
+    """``ε = 0.01 (T = 5)``; a range of T if the runs were given different step counts; a
+    control's ``ε = 0.01, noise off (T = 5)``."""
+    label = f"ε = {epsilon_label(eps)}" + (", noise off" if control else "")
     if STEPS_COLUMN not in runs.columns or runs[STEPS_COLUMN].isna().all():
         return label
     steps = pd.to_numeric(runs[STEPS_COLUMN]).dropna().astype(int)

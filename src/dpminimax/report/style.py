@@ -126,13 +126,23 @@ class SeriesStyle:
     linestyle: str = "-"
 
 
+#: The name suffix of a private method's noiseless clipped control
+#: (:func:`dpminimax.algorithms.base.noise_off_control`).
+NOISE_OFF_SUFFIX = "_noise_off"
+
+
 def base_method(series: str) -> str:
     """The method a series belongs to: ``"dpfermi [lam=1.0]"`` -> ``"dpfermi"``."""
     return series.split(" [", 1)[0]
 
 
 def method_style(method: str) -> SeriesStyle:
-    """The fixed style of ``method``; unknown names get a stable colour derived from the name."""
+    """The fixed style of ``method``; a noiseless control (``<method>_noise_off``) its private
+    method's, lighter and labelled so; unknown names get a stable colour derived from the name."""
+    private = method.removesuffix(NOISE_OFF_SUFFIX)
+    if private != method and private in _METHODS:
+        base = method_style(private)
+        return SeriesStyle(f"{base.label} (noise off)", _shade(base.color, 0.45), base.marker)
     if method in _METHODS:
         label, colour, marker = _METHODS[method]
     else:
