@@ -69,26 +69,41 @@ def with_canaries(data: PreparedDataset, count: int, norm: float, seed: int) -> 
     if count < 2:
         raise ValueError(f"the audit needs at least 2 canaries, got {count}")
     rng = np.random.default_rng(seed)
+    inputs, labels, groups = canary_rows(data, count, norm, rng)
+    included = rng.random(count) < 0.5
+    audited = appended(data, inputs[included], labels[included], groups[included],
+                       canaries_included=int(included.sum()),
+                       planned_size=planned_size(data, count))
+    return Canaries(audited, inputs, labels, included)
+
+
+def canary_rows(data: PreparedDataset, count: int, norm: float, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(inputs (count, d + count), labels, groups)`` of ``count`` canaries: canary j is
+    ``norm * e_(d + j)``, label 1, a group drawn from ``rng``."""
     d = data.x_train.shape[1]
     inputs = np.zeros((count, d + count), dtype=np.float32)
     inputs[np.arange(count), d + np.arange(count)] = norm
-    labels = np.ones(count, dtype=np.int64)
-    groups = rng.integers(0, len(data.group_names), count)
-    included = rng.random(count) < 0.5
+    return inputs, np.ones(count, dtype=np.int64), rng.integers(0, len(data.group_names), count)
+
+
+def appended(data: PreparedDataset, inputs: np.ndarray, labels: np.ndarray,
+             groups: np.ndarray, **meta: Any) -> PreparedDataset:
+    """``data`` with the canary rows ``inputs`` appended to its training rows, every row padded
+    with the canary columns (``meta`` added to its meta)."""
+    count = inputs.shape[1] - data.x_train.shape[1]
 
     def pad(x: np.ndarray) -> np.ndarray:
         return np.hstack([x, np.zeros((len(x), count), dtype=np.float32)])
 
-    audited = replace(
+    return replace(
         data, name=f"{data.name}+canaries",
-        x_train=np.vstack([pad(data.x_train), inputs[included]]),
-        y_train=np.concatenate([data.y_train, labels[included]]),
-        s_train=np.concatenate([data.s_train, groups[included]]),
+        x_train=np.vstack([pad(data.x_train), inputs]),
+        y_train=np.concatenate([data.y_train, labels]),
+        s_train=np.concatenate([data.s_train, groups]),
         x_test=pad(data.x_test),
         feature_names=[*data.feature_names, *(f"canary_{j}" for j in range(count))],
-        meta={**data.meta, "canaries": count, "canaries_included": int(included.sum()),
-              "planned_size": planned_size(data, count)})
-    return Canaries(audited, inputs, labels, included)
+        meta={**data.meta, "canaries": count, **meta})
 
 
 def planned_size(data: PreparedDataset, count: int) -> int:
