@@ -135,3 +135,24 @@ def test_replace_one_is_two_add_remove_steps():
     assert relation_privacy("replace_one", 1.0, 1e-5) == replace_one(1.0, 1e-5)
     with pytest.raises(ValueError, match="relation"):
         relation_privacy("replace_special", 1.0, 1e-5)
+
+
+def test_the_report_warns_when_no_attack_sees_a_control_on_the_canaries(tmp_path, caplog):
+    """A noise-off control flagged on the planted canaries is the attack seeing the leak (no
+    warning); one no attack flags there is a warning naming it."""
+    from dpminimax import api
+
+    metrics, roc = tables(methods=("dp_sgd",), epsilons=(1.0,))
+    canaries = metrics.assign(targets="canaries")
+    control = pd.concat([metrics, canaries]).assign(method="dp_sgd [noise off]",
+                                                    control="noise_off")
+    paths = [tmp_path / name for name in ("metrics.parquet", "roc.parquet")]
+    pd.concat([metrics, canaries, control]).to_parquet(paths[0])
+    roc.to_parquet(paths[1])
+    api.make_lira_report([paths[0]], [paths[1]], tmp_path / "lira.csv", [tmp_path / "l.png"])
+    assert "did not see the leak" in caplog.text and "dp_sgd [noise off]@1.0" in caplog.text
+    caplog.clear()
+    control.loc[control["targets"] == "canaries", "epsilon_lower"] = 5.0  # seen
+    pd.concat([metrics, canaries, control]).to_parquet(paths[0])
+    api.make_lira_report([paths[0]], [paths[1]], tmp_path / "lira.csv", [tmp_path / "l.png"])
+    assert "did not see the leak" not in caplog.text
