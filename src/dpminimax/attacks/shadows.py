@@ -5,9 +5,10 @@ in independently with probability 1/2, or a fixed half: :mod:`dpminimax.kernels.
 are trained as one batched program at the privacy target;
 every model's per-example losses on the whole pool and the membership matrix then give the
 leave-one-out evaluation of Carlini et al. (2022, Sec. V-A): each model in turn is the target
-and the others its shadows. Three attacks score the same models: LiRA online and offline
+and the others its shadows. Four attacks score the same models: LiRA online and offline
 (:mod:`dpminimax.attacks.lira`; with one global variance per side below 64 shadows, their Sec.
-VI-B) and the loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
+VI-B), RMIA (:mod:`dpminimax.attacks.rmia`; the others as its reference models) and the
+loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
 non-members come from the same pool, so they have the same label mix by construction.
 
 The ceilings any attack must stay under are those of the neighbouring relation between an IN
@@ -30,6 +31,7 @@ from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.canaries import appended, canary_rows, planted
 from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
+from dpminimax.attacks.rmia import rmia_scores
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs
 from dpminimax.kernels.membership import (
@@ -41,7 +43,7 @@ from dpminimax.kernels.membership import (
 from dpminimax.metrics.classification import roc_curve
 
 #: The attacks each evaluation reports, strongest first.
-ATTACKS = ("lira_online", "lira_offline", "loss_threshold")
+ATTACKS = ("lira_online", "lira_offline", "rmia", "loss_threshold")
 #: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
 ROC_FPRS = np.logspace(-4, 0, 81)
 #: The planted control trained beside each private method at a block's smallest epsilon:
@@ -109,7 +111,8 @@ def attack_scores(losses: np.ndarray, members: np.ndarray) -> dict[str, np.ndarr
     fixed = losses.shape[0] < FIXED_VARIANCE_BELOW
     online, _ = leave_one_out_scores(losses, members, online=True, fixed_variance=fixed)
     offline, _ = leave_one_out_scores(losses, members, online=False, fixed_variance=fixed)
-    return {"lira_online": online, "lira_offline": offline, "loss_threshold": -losses}
+    return {"lira_online": online, "lira_offline": offline, "rmia": rmia_scores(losses),
+            "loss_threshold": -losses}
 
 
 def evaluate(losses: np.ndarray, members: np.ndarray, epsilon: float, delta: float,

@@ -39,7 +39,7 @@ from dpminimax.report.style import (
 
 #: The attacks in table order (as :data:`dpminimax.attacks.shadows.ATTACKS`, not imported from
 #: there: it loads torch).
-ATTACK_ORDER = ("lira_online", "lira_offline", "loss_threshold")
+ATTACK_ORDER = ("lira_online", "lira_offline", "rmia", "loss_threshold")
 SUMMARY_COLUMNS = (
     "dataset", "method", "control", "epsilon", "epsilon_spent", "attack", "targets", "auc",
     "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high", "tpr_at_0.1pct_fpr_high",
