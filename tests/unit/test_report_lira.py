@@ -122,6 +122,9 @@ def test_summary_order_and_columns():
     keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))
     assert keys == [(m, e, a) for m in ("dp_sgd", "racodp") for e in (1.0, 8.0, math.inf)
                     for a in ATTACK_ORDER]
+    both = lira_summary(pd.concat([metrics.assign(targets="canaries"), metrics]))
+    assert both["targets"].tolist()[:2 * len(ATTACK_ORDER)] == ["rows"] * len(ATTACK_ORDER) \
+        + ["canaries"] * len(ATTACK_ORDER)  # per method and epsilon: the data rows first
 
 
 def test_replace_one_is_two_add_remove_steps():

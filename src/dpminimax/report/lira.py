@@ -40,6 +40,8 @@ from dpminimax.report.style import (
 #: The attacks in table order (as :data:`dpminimax.attacks.shadows.ATTACKS`, not imported from
 #: there: it loads torch).
 ATTACK_ORDER = ("lira_online", "lira_offline", "rmia", "loss_threshold")
+#: The data rows first, then the pool's planted canaries.
+TARGETS_ORDER = {"rows": 0, "canaries": 1}
 SUMMARY_COLUMNS = (
     "dataset", "method", "control", "epsilon", "epsilon_spent", "attack", "targets", "auc",
     "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high", "tpr_at_0.1pct_fpr_high",
@@ -71,10 +73,10 @@ def lira_summary(metrics: pd.DataFrame) -> pd.DataFrame:
         ceiling = dp_tpr_ceiling(metrics[f"tpr_at_{tag}_fpr_high"].to_numpy(), epsilon, delta)
         above |= metrics[f"tpr_at_{tag}_low"] > ceiling
     table = metrics[list(SUMMARY_COLUMNS)].assign(above_ceiling=above)
-    order = {attack: i for i, attack in enumerate(ATTACK_ORDER)}
+    order = {attack: i for i, attack in enumerate(ATTACK_ORDER)} | TARGETS_ORDER
     return table.sort_values(
         ["dataset", "method", "epsilon", "targets", "attack"], kind="stable",
-        key=lambda col: col.map(order) if col.name == "attack" else col,
+        key=lambda col: col.map(order) if col.name in ("attack", "targets") else col,
     ).reset_index(drop=True)
 
 
