@@ -133,14 +133,9 @@ def release_audit_rows(method_name: str, data: PreparedDataset, params: Mapping[
     with its noise / 2 and / 4 (``bug`` ``noise_over_2`` / ``noise_over_4`` planted in that
     release alone, ``epsilon_true`` the broken release's epsilon), each row with the release's
     ``smallest_detectable_epsilon`` at ``canaries``."""
-    method = get_method(method_name)
-    run = RunSpec(seed, float(epsilon), float(delta), dict(params))
-    plan = method.plan(run, method.sample_size(data, {}), data)
-    accountant = plan.record["accountant"]
+    releases, accountant = audited_releases(method_name, data, params, epsilon, delta, seed)
     rows = []
-    for release in releases_of(plan.releases):
-        if release.mechanism not in PERTURBED or not release.private:
-            continue
+    for release in releases:
         claimed = release_epsilon(release, delta, accountant)
         smallest = smallest_detectable_epsilon(release, delta, accountant, canaries=canaries,
                                                confidence=confidence)
@@ -154,6 +149,18 @@ def release_audit_rows(method_name: str, data: PreparedDataset, params: Mapping[
             rows.append({**row, "bug": bug or "none", "epsilon_true": true,
                          "smallest_detectable_epsilon": smallest})
     return rows
+
+
+def audited_releases(method_name: str, data: PreparedDataset, params: Mapping[str, Any],
+                     epsilon: float, delta: float, seed: int = 0) -> tuple[list[Release], str]:
+    """The noised Gaussian and Laplace releases of the method's plan on ``data`` (what
+    :func:`release_audit_rows` audits) and the plan's accountant."""
+    method = get_method(method_name)
+    run = RunSpec(seed, float(epsilon), float(delta), dict(params))
+    plan = method.plan(run, method.sample_size(data, {}), data)
+    return ([release for release in releases_of(plan.releases)
+             if release.mechanism in PERTURBED and release.private],
+            plan.record["accountant"])
 
 
 def smallest_detectable_epsilon(release: Release, delta: float, accountant: str = "rdp", *,
