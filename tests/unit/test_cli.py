@@ -234,6 +234,7 @@ def test_audit_prints_the_one_run_audit(capsys, tmp_path):
     rows = _run(capsys, "audit", "--method", "dp_sgd", "--data", str(tmp_path), "--epsilon",
                 "1", "--delta", "1e-5", "--params", '{"epochs": 2}', "--canaries", "50",
                 "--max-rows", "500")
-    assert [row["bug"] for row in rows] == ["none"]
+    assert [(row["release"], row["bug"]) for row in rows] == [
+        ("all", "none"), *(("gradient", bug) for bug in ("none", "noise_over_2", "noise_over_4"))]
     assert rows[0]["canaries"] == 50 and rows[0]["confidence"] == 0.95
     assert rows[0]["epsilon_lower"] <= rows[0]["epsilon_claimed"] <= 1.0

@@ -190,20 +190,25 @@ def test_the_audit_catches_noise_over_4_on_the_logistic_model():
 
 
 def test_audit_table_reports_the_smallest_detected_true_epsilon(monkeypatch):
-    from dpminimax.attacks import canaries
+    from dpminimax.attacks import canaries, release_audit
 
     detected = {"noise_over_2": False, "noise_over_4": True, "noise_off": True}
     true = {"noise_over_2": 2.2, "noise_over_4": 5.3, "noise_off": math.inf}
     monkeypatch.setattr(canaries, "audit_method", lambda name, *args, bug, **kwargs: {
         "method": name, "bug": bug or "none", "detected": bug is not None and detected[bug],
         "epsilon_true": 1.0 if bug is None else true[bug]})
-    settings = {"methods": {"dp_sgd": {}}, "epsilon": 1.0, "delta": 1e-5,
+    planned = []
+    monkeypatch.setattr(release_audit, "release_audit_rows", lambda name, data, *args, **kw: (
+        planned.append(data.meta["planned_size"]) or [{"method": name, "release": "gradient"}]))
+    settings = {"methods": {"dp_sgd": {}}, "epsilon": 1.0, "delta": 1e-5, "canaries": 100,
                 "controls": list(detected)}
     table = canaries.audit_table(settings, _data())
-    assert {row["smallest_detected_epsilon"] for row in table} == {5.3}
+    assert [row["release"] for row in table] == ["all"] * 4 + ["gradient"]
+    assert planned == [len(_data().y_train) + 50]  # the plan the canary audit trained with
+    assert {row["smallest_detected_epsilon"] for row in table[:4]} == {5.3}
     detected["noise_over_4"] = False  # a gross control alone says nothing near the claim
     assert {row["smallest_detected_epsilon"] for row in canaries.audit_table(
-        settings, _data())} == {math.inf}
+        settings, _data())[:4]} == {math.inf}
 
 
 def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
@@ -212,16 +217,22 @@ def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypat
     from dpminimax.api import training
     from dpminimax.attacks import canaries
 
-    rows = [{"method": "dp_sgd", "bug": "none", "epsilon_claimed": 1.0, "epsilon_lower": 0.0,
-             "confidence": 0.95, "canaries": 10, "detected": False},
-            {"method": "dp_sgd", "bug": "noise_off", "epsilon_claimed": 1.0,
-             "epsilon_lower": 0.5, "confidence": 0.95, "canaries": 10, "detected": False}]
+    rows = [{"method": "dp_sgd", "release": "all", "bug": "none", "epsilon_claimed": 1.0,
+             "epsilon_lower": 0.0, "confidence": 0.95, "canaries": 10, "detected": False},
+            {"method": "dp_sgd", "release": "all", "bug": "noise_off", "epsilon_claimed": 1.0,
+             "epsilon_lower": 0.5, "confidence": 0.95, "canaries": 10, "detected": False},
+            {"method": "dp_sgd", "release": "gradient", "bug": "none", "epsilon_claimed": 0.5,
+             "epsilon_lower": 0.1, "confidence": 0.95, "canaries": 1000, "detected": False}]
     monkeypatch.setattr(canaries, "audit_table", lambda settings, data, device: rows)
     monkeypatch.setattr(training, "load_prepared", lambda path: None)
     out = [tmp_path / "audit.png"]
     table = api.audit({}, tmp_path, tmp_path / "audit.csv", out)
-    assert len(table) == 2 and "did not detect" in caplog.text
-    assert pd.read_csv(tmp_path / "audit.csv")["bug"].tolist() == ["none", "noise_off"]
+    assert len(table) == 3 and "did not detect" in caplog.text
+    assert pd.read_csv(tmp_path / "audit.csv")["bug"].tolist() == ["none", "noise_off", "none"]
     rows[0].update(epsilon_lower=2.0, detected=True)
     with pytest.raises(RuntimeError, match=r"above the claimed epsilon for \['dp_sgd'\]"):
+        api.audit({}, tmp_path, tmp_path / "audit.csv", out)
+    rows[0].update(epsilon_lower=0.0, detected=False)
+    rows[2].update(epsilon_lower=0.7, detected=True)  # a release over its own epsilon
+    with pytest.raises(RuntimeError, match=r"for \['dp_sgd: gradient'\]"):
         api.audit({}, tmp_path, tmp_path / "audit.csv", out)

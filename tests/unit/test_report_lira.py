@@ -31,7 +31,7 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf),
             relation = relation_privacy(neighbours, spent, DELTA)
             tags = {"method": method, "epsilon": eps, "epsilon_spent": spent, "delta": DELTA,
                     "shadows": 16, "pool": 2000, "dataset": "adult", "relation": neighbours,
-                    "control": "none",
+                    "control": "none", "canaries": 32,
                     "epsilon_ceiling": relation[0], "delta_ceiling": relation[1]}
             ceiling = {"ceiling_auc": dp_auc_ceiling(*relation),
                        "ceiling_tpr_at_0.1pct": dp_tpr_ceiling(1e-3, *relation),
@@ -41,7 +41,7 @@ def tables(methods=("dp_sgd", "racodp"), epsilons=(1.0, 8.0, math.inf),
                 tpr = FPRS + share * (dp_tpr_ceiling(FPRS, *relation) - FPRS)
                 at = {"0.1pct": tpr[np.isclose(FPRS, 1e-3)][0],
                       "1pct": tpr[np.isclose(FPRS, 1e-2)][0]}
-                metrics.append({**tags, "attack": attack,
+                metrics.append({**tags, "attack": attack, "targets": "rows",
                                 "auc": 0.5 + share * (ceiling["ceiling_auc"] - 0.5),
                                 **{f"tpr_at_{f}{end}": t * scale for f, t in at.items()
                                    for end, scale in (("", 1.0), ("_low", 0.5),
@@ -114,13 +114,17 @@ def test_summary_flags_an_epsilon_lower_bound_above_the_relations_epsilon(neighb
 def test_summary_order_and_columns():
     metrics, _ = tables(epsilons=(math.inf, 8.0, 1.0))
     summary = lira_summary(metrics.sample(frac=1.0, random_state=0))
-    assert list(summary.columns[:6]) == ["dataset", "method", "control", "epsilon",
-                                         "epsilon_spent", "attack"]
-    assert {"tpr_at_0.1pct_low", "tpr_at_1pct_high", "shadows", "pool"} <= set(summary)
+    assert list(summary.columns[:7]) == ["dataset", "method", "control", "epsilon",
+                                         "epsilon_spent", "attack", "targets"]
+    assert {"tpr_at_0.1pct_low", "tpr_at_1pct_high", "shadows", "pool", "canaries"} <= set(
+        summary)
     assert "n_members" not in summary
     keys = list(zip(summary["method"], summary["epsilon"], summary["attack"], strict=True))
     assert keys == [(m, e, a) for m in ("dp_sgd", "racodp") for e in (1.0, 8.0, math.inf)
                     for a in ATTACK_ORDER]
+    both = lira_summary(pd.concat([metrics.assign(targets="canaries"), metrics]))
+    assert both["targets"].tolist()[:2 * len(ATTACK_ORDER)] == ["rows"] * len(ATTACK_ORDER) \
+        + ["canaries"] * len(ATTACK_ORDER)  # per method and epsilon: the data rows first
 
 
 def test_replace_one_is_two_add_remove_steps():
@@ -134,3 +138,24 @@ def test_replace_one_is_two_add_remove_steps():
     assert relation_privacy("replace_one", 1.0, 1e-5) == replace_one(1.0, 1e-5)
     with pytest.raises(ValueError, match="relation"):
         relation_privacy("replace_special", 1.0, 1e-5)
+
+
+def test_the_report_warns_when_no_attack_sees_a_control_on_the_canaries(tmp_path, caplog):
+    """A noise-off control flagged on the planted canaries is the attack seeing the leak (no
+    warning); one no attack flags there is a warning naming it."""
+    from dpminimax import api
+
+    metrics, roc = tables(methods=("dp_sgd",), epsilons=(1.0,))
+    canaries = metrics.assign(targets="canaries")
+    control = pd.concat([metrics, canaries]).assign(method="dp_sgd [noise off]",
+                                                    control="noise_off")
+    paths = [tmp_path / name for name in ("metrics.parquet", "roc.parquet")]
+    pd.concat([metrics, canaries, control]).to_parquet(paths[0])
+    roc.to_parquet(paths[1])
+    api.make_lira_report([paths[0]], [paths[1]], tmp_path / "lira.csv", [tmp_path / "l.png"])
+    assert "did not see the leak" in caplog.text and "dp_sgd [noise off]@1.0" in caplog.text
+    caplog.clear()
+    control.loc[control["targets"] == "canaries", "epsilon_lower"] = 5.0  # seen
+    pd.concat([metrics, canaries, control]).to_parquet(paths[0])
+    api.make_lira_report([paths[0]], [paths[1]], tmp_path / "lira.csv", [tmp_path / "l.png"])
+    assert "did not see the leak" not in caplog.text

@@ -22,6 +22,7 @@ from dpminimax.attacks.shadows import (
     evaluate,
     lira_epsilons,
     lira_tables,
+    pool_of,
     shadow_losses,
 )
 
@@ -104,3 +105,33 @@ def test_a_block_naming_a_method_without_shadows_is_refused():
         lira_epsilons({"epsilons": ["1"], "methods": {"jagielski2019": None}})
     with pytest.raises(ValueError, match="unknown method"):
         lira_epsilons({"epsilons": ["1"], "methods": {"no_such_method": None}})
+
+
+def test_the_pool_s_canaries_are_outliers_each_in_a_column_of_its_own():
+    data = memorisable()
+    pool = pool_of(data, 120, canaries=5, norm=10.0)
+    assert pool.x_train.shape == (125, 65) and pool.x_test.shape == (len(data.y_test), 65)
+    assert np.array_equal(pool.x_train[120:, 60:], 10.0 * np.eye(5))
+    assert not pool.x_train[:120, 60:].any() and not pool.x_train[120:, :60].any()
+    assert np.array_equal(pool.x_train[:120, :60], data.x_train[:120])
+
+
+def test_the_noise_off_control_is_seen_on_the_canaries_and_the_private_method_is_not():
+    """The positive control: with planted canaries in the pool the attack proves more than
+    the claimed epsilon against the noise-off control (on the canaries, where a linear model's
+    own column records each one), never against DP-SGD itself; the data rows are reported
+    apart."""
+    settings = {"epsilons": ["1"], "shadows": 8, "delta": DELTA, "max_rows": 120,
+                "canaries": 24, "methods": {"dp_sgd": {"epochs": 5, "batch_size": 50}}}
+    metrics, roc = lira_tables(settings, memorisable(), 1.0)
+    rows = {(row["control"], row["targets"], row["attack"]): row for row in metrics}
+    assert set(rows) == {(control, targets, attack) for control in ("none", "noise_off")
+                         for targets in ("rows", "canaries") for attack in ATTACKS}
+    for attack in ATTACKS:
+        real = rows[("none", "canaries", attack)]
+        assert real["epsilon_lower"] <= real["epsilon_ceiling"] and real["pool"] == 120
+        assert real["n_members"] + real["n_nonmembers"] == 8 * 24
+    assert max(rows[("noise_off", "canaries", attack)]["epsilon_lower"]
+               for attack in ATTACKS) > 2 * rows[("noise_off", "canaries", "lira_online")][
+        "epsilon_ceiling"]
+    assert len(roc) == 2 * len(ATTACKS) * len(ROC_FPRS)  # of the data rows only

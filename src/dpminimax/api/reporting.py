@@ -180,7 +180,8 @@ def make_lira_report(metric_paths: Sequence[str | Path], roc_paths: Sequence[str
     """The paper's LiRA table and figure from its per-epsilon attack files (issue #23). A real
     method's row above the (epsilon, delta)-DP ceiling beyond its bounds is logged as a warning
     (the thresholds are set on the same rows: evidence, not a proof); a noise-off control's is
-    the attack seeing the leak, as it should."""
+    the attack seeing the leak, as it should, and a control no attack flags on the planted
+    canaries is a warning (the attack lacks power)."""
     from dpminimax.report.lira import draw_lira, lira_summary
 
     metrics = pd.concat([pd.read_parquet(path) for path in metric_paths], ignore_index=True)
@@ -192,9 +193,20 @@ def make_lira_report(metric_paths: Sequence[str | Path], roc_paths: Sequence[str
     above = table[table["above_ceiling"] & (table["control"] == "none")]
     if len(above):
         log.warning("LiRA above the DP ceiling beyond its interval for %s (table: %s)",
-                    (above["method"] + "@" + above["epsilon"].astype(str) + ":"
-                     + above["attack"]).tolist(), csv_out)
+                    _lira_rows(above), csv_out)
+    controls = table[(table["control"] != "none") & (table["targets"] == "canaries")]
+    unseen = controls.groupby(["method", "epsilon"])["above_ceiling"].any()
+    if (~unseen).any():
+        log.warning("LiRA did not see the leak of the noise-off control(s) %s on the planted "
+                    "canaries: the attack has no power there (table: %s)",
+                    [f"{method}@{eps}" for method, eps in unseen[~unseen].index], csv_out)
     return table
+
+
+def _lira_rows(rows: pd.DataFrame) -> list[str]:
+    """``method@epsilon:attack (targets)`` of LiRA table rows."""
+    return (rows["method"] + "@" + rows["epsilon"].astype(str) + ":" + rows["attack"]
+            + " (" + rows["targets"] + ")").tolist()
 
 
 def report_status(targets: Sequence[str], requires: Mapping[str, Sequence[str]],

@@ -18,7 +18,9 @@ Controls (:func:`planted`) run the same method with a planted bug in every relea
 ones (:data:`GROSS_BUGS`: noise off, noise divided by the expected batch size, clipping removed)
 must be detected (eps_lower above the claimed epsilon) while every real method stays below; the
 near-claim ones (:data:`NEAR_CLAIM_BUGS`: noise / 2, noise / 4) measure the audit's power, with
-the true epsilon of the broken mechanism (``epsilon_true``) beside what the audit saw.
+the true epsilon of the broken mechanism (``epsilon_true``) beside what the audit saw. A paper's
+audit table (:func:`audit_table`) adds the audit of each release of the same plan on its own
+(:mod:`dpminimax.attacks.release_audit`).
 """
 
 from __future__ import annotations
@@ -43,9 +45,6 @@ GROSS_BUGS = ("noise_off", "noise_over_batch", "clipping_removed")
 #: Noise divided by a factor: violations near the claim (positive controls of the audit's power).
 NEAR_CLAIM_BUGS = {"noise_over_2": 2.0, "noise_over_4": 4.0}
 PLANTED_BUGS = (*GROSS_BUGS, *NEAR_CLAIM_BUGS)
-#: ``<release>`` + this suffix: the noise of that release alone divided by 4 (a bug confined to
-#: one release, which :mod:`dpminimax.attacks.release_audit` isolates).
-ONE_RELEASE_BUG = "_noise_over_4"
 #: The canary norm of the ``clipping_removed`` control: far above any clip norm, so that an
 #: unclipped canary contributes about a hundred times a clipped one.
 UNCLIPPED_NORM = 1000.0
@@ -70,46 +69,69 @@ def with_canaries(data: PreparedDataset, count: int, norm: float, seed: int) -> 
     if count < 2:
         raise ValueError(f"the audit needs at least 2 canaries, got {count}")
     rng = np.random.default_rng(seed)
+    inputs, labels, groups = canary_rows(data, count, norm, rng)
+    included = rng.random(count) < 0.5
+    audited = appended(data, inputs[included], labels[included], groups[included],
+                       canaries_included=int(included.sum()),
+                       planned_size=planned_size(data, count))
+    return Canaries(audited, inputs, labels, included)
+
+
+def canary_rows(data: PreparedDataset, count: int, norm: float, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(inputs (count, d + count), labels, groups)`` of ``count`` canaries: canary j is
+    ``norm * e_(d + j)``, label 1, a group drawn from ``rng``."""
     d = data.x_train.shape[1]
     inputs = np.zeros((count, d + count), dtype=np.float32)
     inputs[np.arange(count), d + np.arange(count)] = norm
-    labels = np.ones(count, dtype=np.int64)
-    groups = rng.integers(0, len(data.group_names), count)
-    included = rng.random(count) < 0.5
+    return inputs, np.ones(count, dtype=np.int64), rng.integers(0, len(data.group_names), count)
+
+
+def appended(data: PreparedDataset, inputs: np.ndarray, labels: np.ndarray,
+             groups: np.ndarray, **meta: Any) -> PreparedDataset:
+    """``data`` with the canary rows ``inputs`` appended to its training rows, every row padded
+    with the canary columns (``meta`` added to its meta)."""
+    count = inputs.shape[1] - data.x_train.shape[1]
 
     def pad(x: np.ndarray) -> np.ndarray:
         return np.hstack([x, np.zeros((len(x), count), dtype=np.float32)])
 
-    audited = replace(
+    return replace(
         data, name=f"{data.name}+canaries",
-        x_train=np.vstack([pad(data.x_train), inputs[included]]),
-        y_train=np.concatenate([data.y_train, labels[included]]),
-        s_train=np.concatenate([data.s_train, groups[included]]),
+        x_train=np.vstack([pad(data.x_train), inputs]),
+        y_train=np.concatenate([data.y_train, labels]),
+        s_train=np.concatenate([data.s_train, groups]),
         x_test=pad(data.x_test),
         feature_names=[*data.feature_names, *(f"canary_{j}" for j in range(count))],
-        meta={**data.meta, "canaries": count, "canaries_included": int(included.sum()),
-              "planned_size": len(data.y_train) + count // 2})
-    return Canaries(audited, inputs, labels, included)
+        meta={**data.meta, "canaries": count, **meta})
+
+
+def planned_size(data: PreparedDataset, count: int) -> int:
+    """The n an audit with ``count`` canaries plans on: the training rows plus half of them
+    (what is drawn in on average), whichever were drawn."""
+    return len(data.y_train) + count // 2
 
 
 @contextlib.contextmanager
 def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
     """Every :class:`BatchedRelease` made inside the block carries ``bug`` (None: none); a
-    ``<release>_noise_over_4`` bug only the releases named ``<release>``."""
+    ``<release>_<near-claim bug>`` (e.g. ``histogram_noise_over_4``: its noise / 4) only the
+    releases named ``<release>`` (a bug confined to one release, which
+    :mod:`dpminimax.attacks.release_audit` isolates)."""
     if bug is None:
         yield
         return
-    only = bug.removesuffix(ONE_RELEASE_BUG) if bug.endswith(ONE_RELEASE_BUG) else None
+    only, near = one_release_bug(bug)
     if bug not in PLANTED_BUGS and only is None:
         raise ValueError(f"unknown planted bug {bug!r}; known: {PLANTED_BUGS} and "
-                         f"'<release>{ONE_RELEASE_BUG}'")
+                         "'<release>_<near-claim bug>'")
     original = BatchedRelease.__init__
 
     def broken(self, releases, device="cpu") -> None:
         original(self, releases, device)
         if only is not None:
             if self.name == only:
-                self.noise_std = self.noise_std / 4.0
+                self.noise_std = self.noise_std / NEAR_CLAIM_BUGS[near]
         elif bug == "noise_off":
             self.noise_std = torch.zeros_like(self.noise_std)
         elif bug == "noise_over_batch":
@@ -124,6 +146,16 @@ def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
         yield
     finally:
         BatchedRelease.__init__ = original
+
+
+def one_release_bug(bug: str) -> tuple[str | None, str | None]:
+    """``(release, near-claim bug)`` of a ``<release>_<near-claim bug>`` name, else ``(None,
+    None)``."""
+    for near in NEAR_CLAIM_BUGS:
+        release = bug.removesuffix(f"_{near}")
+        if release != bug and release:
+            return release, near
+    return None, None
 
 
 def canary_scores(fit, inputs: np.ndarray, device: torch.device) -> np.ndarray:
@@ -204,22 +236,34 @@ def audit_table(settings: Mapping[str, Any], data: PreparedDataset,
                 device: torch.device | str = "cpu") -> list[dict[str, Any]]:
     """The audit of a paper (``audit:`` in its experiments.yaml): every method of
     ``settings["methods"]`` ({name: params}) at ``epsilon`` and ``delta``, on the first
-    ``max_rows`` training rows, first as it is and then with each of ``controls`` planted;
+    ``max_rows`` training rows, first as it is and then with each of ``controls`` planted
+    (``release`` ``"all"``: the trained model, every release at once;
     ``smallest_detected_epsilon`` is the smallest true epsilon of a near-claim control the
-    audit detected for the method (inf: none)."""
+    audit detected for the method, inf: none), then each release of the same plan on its own
+    with ``release_canaries`` Dirac canaries
+    (:func:`~dpminimax.attacks.release_audit.release_audit_rows`)."""
+    from dpminimax.attacks.release_audit import RELEASE_CANARIES, release_audit_rows  # cycle
+
     rows = settings.get("max_rows")
     if rows is not None:
         data = replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
                        s_train=data.s_train[:rows])
+    canaries = int(settings.get("canaries", 1000))
+    epsilon, delta, seed = float(settings["epsilon"]), float(settings["delta"]), \
+        int(settings.get("seed", 0))
+    # the releases audited are those of the plan the canary audit trains with
+    planned = replace(data, meta={**data.meta, "planned_size": planned_size(data, canaries)})
     table = []
     for name, params in settings["methods"].items():
         rows = [audit_method(
-            name, data, params or {}, float(settings["epsilon"]), float(settings["delta"]),
-            canaries=int(settings.get("canaries", 1000)),
-            norm=float(settings.get("canary_norm", 10.0)),
-            seed=int(settings.get("seed", 0)), bug=bug, device=device)
+            name, data, params or {}, epsilon, delta, canaries=canaries,
+            norm=float(settings.get("canary_norm", 10.0)), seed=seed, bug=bug, device=device)
             for bug in (None, *settings.get("controls", PLANTED_BUGS))]
         smallest = min((row["epsilon_true"] for row in rows
                         if row["detected"] and row["bug"] in NEAR_CLAIM_BUGS), default=math.inf)
-        table.extend({**row, "smallest_detected_epsilon": smallest} for row in rows)
+        table.extend({"method": name, "release": "all", **row,
+                      "smallest_detected_epsilon": smallest} for row in rows)
+        table.extend(release_audit_rows(
+            name, planned, params or {}, epsilon, delta, seed=seed,
+            canaries=int(settings.get("release_canaries", RELEASE_CANARIES))))
     return table

@@ -5,9 +5,10 @@ in independently with probability 1/2, or a fixed half: :mod:`dpminimax.kernels.
 are trained as one batched program at the privacy target;
 every model's per-example losses on the whole pool and the membership matrix then give the
 leave-one-out evaluation of Carlini et al. (2022, Sec. V-A): each model in turn is the target
-and the others its shadows. Three attacks score the same models: LiRA online and offline
+and the others its shadows. Four attacks score the same models: LiRA online and offline
 (:mod:`dpminimax.attacks.lira`; with one global variance per side below 64 shadows, their Sec.
-VI-B) and the loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
+VI-B), RMIA (:mod:`dpminimax.attacks.rmia`; the others as its reference models) and the
+loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
 non-members come from the same pool, so they have the same label mix by construction.
 
 The ceilings any attack must stay under are those of the neighbouring relation between an IN
@@ -27,9 +28,10 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.attacks.canaries import planted
+from dpminimax.attacks.canaries import appended, canary_rows, planted
 from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
+from dpminimax.attacks.rmia import rmia_scores
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs
 from dpminimax.kernels.membership import (
@@ -41,7 +43,7 @@ from dpminimax.kernels.membership import (
 from dpminimax.metrics.classification import roc_curve
 
 #: The attacks each evaluation reports, strongest first.
-ATTACKS = ("lira_online", "lira_offline", "loss_threshold")
+ATTACKS = ("lira_online", "lira_offline", "rmia", "loss_threshold")
 #: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
 ROC_FPRS = np.logspace(-4, 0, 81)
 #: The planted control trained beside each private method at a block's smallest epsilon:
@@ -50,16 +52,24 @@ ROC_FPRS = np.logspace(-4, 0, 81)
 CONTROL = "noise_off"
 #: Below this many shadows LiRA fits one variance per side (Carlini et al. Sec. VI-B).
 FIXED_VARIANCE_BELOW = 64
+#: The norm of the pool's planted outliers (as the one-run audit's canaries: above any clip
+#: norm, below saturation).
+CANARY_NORM = 10.0
 
 
-def pool_of(data: PreparedDataset, max_rows: int | None,
-            membership: str = INDEPENDENT) -> PreparedDataset:
-    """The attack's pool: the first ``max_rows`` training rows (all when None), its shadows
-    drawing their members by ``membership``."""
+def pool_of(data: PreparedDataset, max_rows: int | None, membership: str = INDEPENDENT,
+            canaries: int = 0, norm: float = CANARY_NORM, seed: int = 0) -> PreparedDataset:
+    """The attack's pool: the first ``max_rows`` training rows (all when None), then
+    ``canaries`` planted outliers (:func:`~dpminimax.attacks.canaries.canary_rows`: each alone
+    in a feature column of its own, at ``norm``; groups drawn from ``seed``), its shadows
+    drawing their members, rows and canaries alike, by ``membership``."""
     rows = len(data.y_train) if max_rows is None else min(max_rows, len(data.y_train))
-    return replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
+    pool = replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
                    s_train=data.s_train[:rows],
                    meta={**data.meta, "shadow_membership": membership})
+    if not canaries:
+        return pool
+    return appended(pool, *canary_rows(pool, canaries, norm, np.random.default_rng(seed)))
 
 
 #: The relation between an IN and an OUT model's member sets: one row added where rows join
@@ -101,23 +111,31 @@ def attack_scores(losses: np.ndarray, members: np.ndarray) -> dict[str, np.ndarr
     fixed = losses.shape[0] < FIXED_VARIANCE_BELOW
     online, _ = leave_one_out_scores(losses, members, online=True, fixed_variance=fixed)
     offline, _ = leave_one_out_scores(losses, members, online=False, fixed_variance=fixed)
-    return {"lira_online": online, "lira_offline": offline, "loss_threshold": -losses}
+    return {"lira_online": online, "lira_offline": offline, "rmia": rmia_scores(losses),
+            "loss_threshold": -losses}
 
 
 def evaluate(losses: np.ndarray, members: np.ndarray, epsilon: float, delta: float,
-             confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
+             confidence: float = 0.95, canaries: int = 0) -> tuple[list[dict], list[dict]]:
     """``(metric rows, ROC rows)`` of every attack on the models' ``losses`` (M, N): AUC, TPR
     at the checked FPRs with bounds clustered over targets and rows and the epsilon they prove,
     one Bonferroni family at ``confidence`` (:func:`~dpminimax.attacks.lira.attack_metrics`),
-    and beside them the ceilings (epsilon, delta)-DP puts on any attack."""
+    and beside them the ceilings (epsilon, delta)-DP puts on any attack; ``targets`` ``rows``
+    (the data rows; the ROC is theirs) and, when the last ``canaries`` columns are planted
+    outliers, ``canaries`` (those alone, one family of their own)."""
     metrics, curves = [], []
     ceiling = {"ceiling_auc": float(dp_auc_ceiling(epsilon, delta)),
                "ceiling_tpr_at_0.1pct": float(dp_tpr_ceiling(1e-3, epsilon, delta)),
                "ceiling_tpr_at_1pct": float(dp_tpr_ceiling(1e-2, epsilon, delta))}
-    for attack, scores in attack_scores(losses, members).items():
-        metrics.append({"attack": attack, **attack_metrics(scores, members, delta=delta,
-                                                           confidence=confidence), **ceiling})
-        fpr, tpr, _ = roc_curve(scores.ravel(), members.ravel())
+    rows = losses.shape[1] - canaries
+    for attack, all_scores in attack_scores(losses, members).items():
+        for targets, part in (("rows", slice(0, rows)), ("canaries", slice(rows, None))):
+            if targets == "rows" or canaries:
+                metrics.append({"attack": attack, "targets": targets, **attack_metrics(
+                    all_scores[:, part], members[:, part], delta=delta,
+                    confidence=confidence), **ceiling})
+        scores = all_scores[:, :rows]
+        fpr, tpr, _ = roc_curve(scores.ravel(), members[:, :rows].ravel())
         for f, t in zip(ROC_FPRS, np.interp(ROC_FPRS, fpr, tpr), strict=True):
             curves.append({"attack": attack, "fpr": float(f), "tpr": float(t),
                            "ceiling_tpr": float(dp_tpr_ceiling(f, epsilon, delta))})
@@ -138,7 +156,9 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
     ``"noise_off"``; the real rows' ``control`` is ``"none"``), under the ceiling of the epsilon
     its plan claims."""
     membership = settings.get("membership", INDEPENDENT)
-    pool = pool_of(data, settings.get("max_rows"), membership)
+    canaries = int(settings.get("canaries", 0))
+    pool = pool_of(data, settings.get("max_rows"), membership, canaries,
+                   float(settings.get("canary_norm", CANARY_NORM)), int(settings.get("seed", 0)))
     shadows, delta = int(settings["shadows"]), float(settings["delta"])
     metrics: list[dict] = []
     curves: list[dict] = []
@@ -160,8 +180,9 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
                 "delta": delta,
                 "relation": RELATIONS[membership], "epsilon_ceiling": ceiling[0],
                 "delta_ceiling": ceiling[1],
-                "shadows": shadows, "pool": len(pool.y_train), "dataset": data.name}
-        rows, roc = evaluate(losses, members, *ceiling)
+                "shadows": shadows, "pool": len(pool.y_train) - canaries,
+                "canaries": canaries, "dataset": data.name}
+        rows, roc = evaluate(losses, members, *ceiling, canaries=canaries)
         metrics += [{**tags, **row} for row in rows]
         curves += [{**tags, **row} for row in roc]
     return metrics, curves

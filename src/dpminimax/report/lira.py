@@ -8,7 +8,9 @@ the shadows' IN and OUT models (column ``relation``,
 :func:`~dpminimax.attacks.dp_ceiling.relation_privacy`): the epsilon spent where rows join the
 member sets independently (one row added), (2 eps, (1 + e^eps) delta) for fixed-size member sets
 (a row replaced). The table flags every attack whose confidence interval clears that ceiling, or
-whose empirical epsilon lower bound exceeds its epsilon.
+whose empirical epsilon lower bound exceeds its epsilon, on the data rows and (``targets``
+``canaries``) on the planted outliers of the pool alone, where the noise-off control must be
+flagged: the positive control that the attack can see a leak.
 """
 
 from __future__ import annotations
@@ -37,13 +39,15 @@ from dpminimax.report.style import (
 
 #: The attacks in table order (as :data:`dpminimax.attacks.shadows.ATTACKS`, not imported from
 #: there: it loads torch).
-ATTACK_ORDER = ("lira_online", "lira_offline", "loss_threshold")
+ATTACK_ORDER = ("lira_online", "lira_offline", "rmia", "loss_threshold")
+#: The data rows first, then the pool's planted canaries.
+TARGETS_ORDER = {"rows": 0, "canaries": 1}
 SUMMARY_COLUMNS = (
-    "dataset", "method", "control", "epsilon", "epsilon_spent", "attack", "auc",
+    "dataset", "method", "control", "epsilon", "epsilon_spent", "attack", "targets", "auc",
     "tpr_at_0.1pct", "tpr_at_0.1pct_low", "tpr_at_0.1pct_high", "tpr_at_0.1pct_fpr_high",
     "tpr_at_1pct", "tpr_at_1pct_low", "tpr_at_1pct_high", "tpr_at_1pct_fpr_high", "epsilon_lower",
     "ceiling_auc", "ceiling_tpr_at_0.1pct", "ceiling_tpr_at_1pct", "relation",
-    "epsilon_ceiling", "delta_ceiling", "shadows", "pool",
+    "epsilon_ceiling", "delta_ceiling", "shadows", "pool", "canaries",
 )
 FPR_RANGE = (1e-4, 1.0)
 LOW_FPR = 1e-3  # the FPR of the bottom-right panel
@@ -69,10 +73,10 @@ def lira_summary(metrics: pd.DataFrame) -> pd.DataFrame:
         ceiling = dp_tpr_ceiling(metrics[f"tpr_at_{tag}_fpr_high"].to_numpy(), epsilon, delta)
         above |= metrics[f"tpr_at_{tag}_low"] > ceiling
     table = metrics[list(SUMMARY_COLUMNS)].assign(above_ceiling=above)
-    order = {attack: i for i, attack in enumerate(ATTACK_ORDER)}
+    order = {attack: i for i, attack in enumerate(ATTACK_ORDER)} | TARGETS_ORDER
     return table.sort_values(
-        ["dataset", "method", "epsilon", "attack"], kind="stable",
-        key=lambda col: col.map(order) if col.name == "attack" else col,
+        ["dataset", "method", "epsilon", "targets", "attack"], kind="stable",
+        key=lambda col: col.map(order) if col.name in ("attack", "targets") else col,
     ).reset_index(drop=True)
 
 
@@ -80,7 +84,9 @@ def draw_lira(metrics: pd.DataFrame, roc: pd.DataFrame,
               outputs: Sequence[str | os.PathLike]) -> None:
     """Per dataset, a row of log-log ROC panels (one per epsilon target; LiRA online solid,
     loss threshold dashed, the DP ceiling dotted) over AUC and TPR at 0.1% FPR against the
-    epsilon spent; saved to every path of ``outputs``."""
+    epsilon spent, all of the data rows (the planted canaries are the table's); saved to every
+    path of ``outputs``."""
+    metrics = metrics[metrics["targets"] == "rows"]
     datasets = sorted(metrics["dataset"].unique())
     epsilons = {d: sorted(metrics.loc[metrics["dataset"] == d, "epsilon"].unique(),
                           key=lambda e: (math.isinf(e), e)) for d in datasets}
