@@ -150,3 +150,19 @@ def test_an_unknown_release_or_bug_is_refused():
         audit_release("racodp", problem(), tiny_params("racodp"), 1.0, DELTA, "counts")
     with pytest.raises(ValueError, match="unknown planted bug"), planted("histogram_over_4"):
         pass
+
+
+def test_a_planted_bug_reaches_releases_made_with_a_dtype_and_shrunk_ones():
+    """The SPIDER methods shrink their difference releases (BatchedRelease.shrunk passes the
+    dtype): a planted bug must reach those releases too, not fail on the extra argument."""
+    import torch
+
+    from dpminimax.privacy.release import BatchedRelease
+
+    plan = Release("gradient", "gaussian", noise_multiplier=2.0, sensitivity=1.0)
+    honest = BatchedRelease([plan], "cpu", torch.float64)
+    with planted("gradient_noise_over_4"):
+        made = BatchedRelease([plan], "cpu", torch.float64)
+        shrunk = honest.shrunk(torch.tensor([0.5]))
+    assert made.noise_std.item() == pytest.approx(honest.noise_std.item() / 4)
+    assert shrunk.noise_std.item() == pytest.approx(honest.noise_std.item() / 8)

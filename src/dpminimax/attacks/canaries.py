@@ -127,8 +127,8 @@ def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
                          "'<release>_<near-claim bug>'")
     original = BatchedRelease.__init__
 
-    def broken(self, releases, device="cpu") -> None:
-        original(self, releases, device)
+    def broken(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
         if only is not None:
             if self.name == only:
                 self.noise_std = self.noise_std / NEAR_CLAIM_BUGS[near]
