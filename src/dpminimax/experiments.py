@@ -308,7 +308,7 @@ def _overridden(datasets: list[str], override: list[str] | None) -> list[str]:
 
 def _seed_list(value: Any, where: str) -> tuple[int, ...]:
     """A scale's seeds: a list, or ``{from: s, count: c}`` for s, s + 1, ..., s + c - 1 (the
-    200 seeds of a weak gap, spec 003 §5.6)."""
+    200 seeds of a weak gap, our grid)."""
     if isinstance(value, Mapping):
         if set(value) != {"from", "count"} or int(value["count"]) < 1:
             raise ExperimentConfigError(f"{where}: a range is {{from: <seed>, count: <n >= 1>}}, "

@@ -162,7 +162,7 @@ rule audit:
         "../scripts/audit.py"
 
 
-# The DP bilevel paper's Section 3 leak (``leak:`` in experiments.yaml; spec 002 §3.2):
+# The DP bilevel paper's Section 3 leak (``leak:`` in experiments.yaml):
 # Example 3.1's neighbouring datasets told apart by M0-M3, the table, a figure and the values
 # its claims read.
 rule leak:

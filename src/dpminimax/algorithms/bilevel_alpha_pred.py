@@ -1,5 +1,5 @@
 """The a-priori predicted accuracy alpha_pred of DP bilevel Algorithm 1 with output-perturbation
-inner solvers (A1-OP) and its parameter set (spec 002 §5.2 [derived]; Theorem 4.1 with every
+inner solvers (A1-OP) and its parameter set (our derivation from Theorem 4.1 with every
 constant explicit): the smallest alpha for which
 
 1. lambda = max{2 B / alpha, lambda_min} (the penalty gap B / lambda <= alpha / 2; A5's floor);

@@ -1,4 +1,4 @@
-"""DP-Grid and Fixed-omega, the baselines of Section 7's tuner (spec 002 §6.2, E6), on a tuning
+"""DP-Grid and Fixed-omega, the baselines of Section 7's tuner (our experiment E6), on a tuning
 problem (:class:`~dpminimax.problems.ridge_tuning.RidgeTuning`).
 
 DP-Grid: K log-spaced candidates omega_k; for each, the exact ridge fit on the training split

@@ -1,4 +1,5 @@
-"""The private inner solvers of DP bilevel Algorithm 1 line 3 (spec 002 §2.2, §2.7), for R runs.
+"""The private inner solvers of DP bilevel Algorithm 1 line 3 (Alg. 2, DP-Loc-GD, with rigorous
+privacy), for R runs.
 
 The two strongly convex subproblems of an outer step (:func:`subproblems`, the table of spec
 §2.2 / Cor. 8.3) are solved by
@@ -47,7 +48,7 @@ class Subproblem:
 
 
 def subproblems(constants: BilevelConstants, lam: float) -> dict[str, Subproblem]:
-    """Spec §2.2's table: g(x, .) has (mu_g, L0g, L0g / mu_g) (Remark 2.7); f + lambda g has
+    """Alg. 2's parameters: g(x, .) has (mu_g, L0g, L0g / mu_g) (Remark 2.7); f + lambda g has
     modulus lambda mu_g - L1f (>= lambda mu_g / 2 for lambda >= 2 L1f / mu_g, A5), examples
     (L0f + lambda L0g)-Lipschitz (<= 2 lambda L0g, Lemma 8.1) and its argmin within
     L0f / (lambda mu_g) of y* (Lemma 8.5). The Lipschitz constants are those of the examples'

@@ -1,16 +1,16 @@
 """DP Double-SPIDER (paper 004, Alg. 2) and the two DP baselines of its Table 3, on the KL dual
 reformulation Eq. (3), min over (x, eta) of L(x, eta) = lam mean(e^{(l_i - eta)/lam} - 1) + eta.
 
-One program, three schedules (spec 004 §2.2, §3):
+One program, three schedules (Alg. 2 and the paper's two baselines):
 
 * ``dp_double_spider`` (Alg. 2): eta first, then x at the new eta, each from its own Poisson
   batch; every ``period`` (q) steps an anchor (rate ``anchor_batch_size / n``, clip C), in
   between SPIDER differences of the same examples at consecutive iterates (rate
   ``batch_size / n``, clip ``min(c ||w_t - w_{t-1}||, 2C)``) accumulated on the last estimate.
   Clipping is per example (the paper clips the batch mean, which bounds no sensitivity).
-* ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022, the algorithm the paper means; spec §3.1): one
+* ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022, the algorithm the paper means): one
   batch per step, x and eta clipped gradients at (x_t, eta_t), simultaneous steps.
-* ``privatediff_dro`` (PrivateDiff Minimax, Zhang et al. 2025c; spec §3.2): one batch per
+* ``privatediff_dro`` (PrivateDiff Minimax, Zhang et al. 2025c): one batch per
   step; the dual first (a fresh clipped gradient), then x by SPIDER with a restart (anchor)
   every ``period`` steps (their default 2).
 
@@ -126,8 +126,8 @@ class DualSpiderProgram(DroProgram):
         self.lr, self.lr_dual, self.lam, self.c_diff, self.clip, self.cap = (
             per_run(resolved, key, device) for key in ("lr", "lr_dual", "lam", "difference_clip",
                                                        "clip", "weight_cap"))
-        # eta_0: the loss of a uniform prediction (public; spec §10.2 suggests the mean
-        # initial loss, which would read the data)
+        # eta_0: the loss of a uniform prediction (public; our choice, where the paper is silent;
+        # an alternative is the mean initial loss, which would read the data)
         classes = max(2, self.model.num_classes)
         self.eta = torch.full((len(runs),), math.log(classes), device=device)
         self.previous: dict[str, torch.Tensor] | None = None

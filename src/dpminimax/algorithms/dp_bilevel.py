@@ -1,4 +1,4 @@
-"""DP bilevel optimization (Kornowski; spec 002): Algorithm 1 (full batch) with the rigorous
+"""DP bilevel optimization (Kornowski): Algorithm 1 (full batch) with the rigorous
 instantiation of §2.7, its non-private references and its diagnostics, one program for all.
 
 Per outer step t (Alg. 1): the two inner solutions y~_t ~ y*(x_t) and y~l_t ~ y^lambda(x_t)
@@ -21,7 +21,7 @@ Schedule (:func:`outer_schedule`): lambda and T are the parameters ``lam`` and `
 (``schedule: fixed``) or §5.2's schedule in the dominant regime (``schedule: theory``); the
 plan records the values used (``lam``, ``outer_steps``) and calibrates to that T.
 
-Methods (spec §6.2's table), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
+Methods (our study), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
 (A1-LocGD), ``dp_bilevel_gd`` (A1-GD: M = 1 round, the ablation), the non-private twins
 ``np_pen`` (exact inner, sigma 0) and ``np_aid`` (exact hypergradient descent, Eq. (1)), and
 the diagnostics :data:`BILEVEL_DIAGNOSTICS` (D1: exact inner + outer noise; D2: private
@@ -76,8 +76,8 @@ RELEASES = ("inner_y", "inner_y_lambda", "outer")
 SHARED = ("problem", "instance", "start_gradient", "d_x", "d_y", "n", "outer_steps",
           "inner_steps", "accountant", "schedule", "c_T")
 #: §5.2's schedule multipliers, frozen at the argmin of the pilot's median ||G_{F_S,eta}||
-#: (spec §6.2 "Grids", A2, A22: experiment e3_pilot, P-A at n = 10^4, epsilon 1, on seeds no
-#: evaluation run uses; claim schedule_multipliers_frozen checks that they agree). At
+#: (our pilot, papers/bilevel/README.md: experiment e3_pilot, P-A at n = 10^4, epsilon 1, on seeds
+#: no evaluation run uses; claim schedule_multipliers_frozen checks that they agree). At
 #: n = 10^4, epsilon 1, d_y = 16 they give lambda = 5.36 and T = 4. Tuned on P-A only.
 C_LAM, C_T = 0.395, 0.019375
 
@@ -140,9 +140,9 @@ class DpBilevel(Method):
     neighboring: ClassVar[str] = "replace_one"
     #: The variant: inner solver (op, loc_gd, exact), outer noise (full: Alg. 1; none: sigma 0;
     #: upper_only: calibrated to f's data dependence only; public: none, on a problem whose
-    #: outer vector reads no data, the budget split over the inner calls, spec §4.3 / A14),
-    #: outer vector (penalty: Eq. (3) at the inner solutions; aid: Eq. (1) at the released y~,
-    #: no y~l, spec §6.2's DP-AID, exact for NP-AID),
+    #: outer vector reads no data, the budget split over the inner calls, our correction of Sec.
+    #: 7's rule), outer vector (penalty: Eq. (3) at the inner solutions; aid: Eq. (1) at the
+    #: released y~, no y~l, DP-AID, exact for NP-AID),
     #: DP-Loc-GD's rounds M (0: A8's M), the step's sign (-1: descent, line 5; +1: the
     #: ascent of Section 7's closed form as printed, A10) and whether DP-Loc-GD starts each
     #: call from the previous release (A7's warm start) instead of y0.
@@ -184,7 +184,7 @@ class DpBilevel(Method):
         if public and not problem.outer_is_public:
             raise ValueError(f"method {self.name!r}: problem {params['problem']!r} has an outer "
                              "vector that reads the data; only a problem whose outer vector is "
-                             "post-processing (Section 7, spec §4.3) may skip the outer noise")
+                             "post-processing (Section 7) may skip the outer noise")
         mechanisms = (2 if public or aid else 3) * steps
         rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta) / mechanisms,
                              0.0)
@@ -272,7 +272,7 @@ class DpBilevelLocGd(DpBilevel):
 
 
 class DpBilevelLocGdWarm(DpBilevelLocGd):
-    """A1-LocGD with A7's warm start (spec §8, an ablation): each DP-Loc-GD call after the
+    """A1-LocGD with A7's warm start (our ablation): each DP-Loc-GD call after the
     first starts from the previous call's release (post-processing) with R_0 = R_M + Lip
     ||x_t - x_{t-1}||, R_M the previous call's high-probability error bound (§2.7c) and Lip
     that of the solution map (y*: L1g / mu_g; y^lambda: 4 L1g / mu_g, Lemma 8.4); the later
@@ -285,7 +285,7 @@ class DpBilevelLocGdWarm(DpBilevelLocGd):
 
 
 class DpBilevelGd(DpBilevelLocGd):
-    """Algorithm 1 with non-localized DP-GD inner solvers (A1-GD, spec §6.2's ablation):
+    """Algorithm 1 with non-localized DP-GD inner solvers (A1-GD, our ablation):
     DP-Loc-GD with M = 1 round, its steps projected onto B(y0, R_0) throughout."""
 
     name: ClassVar[str] = "dp_bilevel_gd"
@@ -362,7 +362,7 @@ def scaled(part, factor: float):
 
 
 class DpAid(DpBilevel):
-    """DP-AID (spec §6.2, derived): per outer step one private inner solution y~ (output
+    """DP-AID (our derived baseline): per outer step one private inner solution y~ (output
     perturbation) and Eq. (1)'s hypergradient at it, released with Gaussian noise of
     replace-one sensitivity 2 C_AID / n (:attr:`BilevelConstants.aid_bound`); the budget is
     split over the 2 T releases. Its bias has no lambda factor: the price of Alg. 1 being
@@ -373,7 +373,7 @@ class DpAid(DpBilevel):
     fixed: ClassVar[dict[str, Any]] = {**DpBilevel.fixed, "gradient": "aid"}
 
 
-#: Section 7's defaults (spec §4): P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
+#: Section 7's defaults: P-C ridge tuning (d_x = 1, d_y = 10), lambda above its
 #: lambda_min (A5: 1,300 at omega_min = 0.02), eta = 3 (A3: |F_S''| <= 3.1 over the interval
 #: on pilot samples of n = 1000, larger near omega_min; 1 / (2 L) = 0.16 converges too slowly
 #: in the flat region, eta = 10 oscillates) and T = 50.
@@ -384,7 +384,7 @@ TUNING = {"problem": "pc_ridge_tuning", "d_x": 1, "d_y": 10, "lam": 1500.0, "eta
 class DpBilevelPublicOuter(DpBilevel):
     """Alg. 1 (A1-OP) on a problem whose outer vector reads no data (Section 7): the outer step
     is post-processing of the two inner releases, so it takes no noise and the budget is split
-    over the 2 T inner calls (spec §4.3, A14)."""
+    over the 2 T inner calls (our correction of Sec. 7's rule)."""
 
     name: ClassVar[str] = "dp_bilevel_pp"
     label: ClassVar[str] = "DP bilevel, Alg. 1 (A1-OP), outer step as post-processing (σ = 0)"
@@ -546,7 +546,7 @@ class BilevelProgram:
         self.x = torch.zeros(runs_count, problem.x.dim, dtype=problem.dtype, device=device)
         self.x_out, self.x_random = self.x.clone(), self.x.clone()
         self.best = torch.full((runs_count,), math.inf, dtype=problem.dtype, device=device)
-        #: each run's uniformly random output step (spec §6.2's output-rule ablation, E9)
+        #: each run's uniformly random output step (our output-rule ablation, E9)
         self.random_step = torch.tensor([int(torch.randint(
             self.steps, (1,), generator=make_generator(run.seed, "output"))) for run in runs],
             device=device)

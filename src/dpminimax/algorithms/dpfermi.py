@@ -1,18 +1,18 @@
 """DP-FERMI: private fair ERM by noisy two-timescale SGDA (Lowy, Gupta, Razaviyayn, ICLR 2023,
-Algorithm 1; spec 001 §1-2, §6, §11), and its non-private twin, for R runs at once.
+Algorithm 1, Thm. 3.2), and its non-private twin, for R runs at once.
 
 Predictions F = softmax of the model's class logits: binary logistic regression has one logit z
-read as [0, z] (``F = [1 - p, p]``, l = 2 and W is k x l; spec §11 item 1); multinomial logistic
-regression or a network (UTK-Face, Fig. 5: ``model: vgg9``) has K logits (l = K). The ERMI
-regulariser is in min-max form (:mod:`dpminimax.algorithms.ermi`): descent on theta of
-``mean_i [l_i + lam psi_i]`` (l_i the cross-entropy), projected ascent on W of ``lam mean_i
-psi_i`` onto the Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last
+read as [0, z] (``F = [1 - p, p]``, l = 2 and W is k x l, as the paper writes it; the code keeps
+one term); multinomial logistic regression or a network (UTK-Face, Fig. 5: ``model: vgg9``) has K
+logits (l = K). The ERMI regulariser is in min-max form (:mod:`dpminimax.algorithms.ermi`): descent
+on theta of ``mean_i [l_i + lam psi_i]`` (l_i the cross-entropy), projected ascent on W of ``lam
+mean_i psi_i`` onto the Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last
 iterate returned. Demographic parity uses one W and P_S; equalized odds one W_y per label with
 P_{S|Y=y}, each example using the W of its label, averaged over the whole batch, i.e. weighted by
-p_Y(y) as in App. B eq. 5 (spec §11 item 10). By the chain rule the theta-gradient of example i
-is the model's output Jacobian times the residual ``F_i - onehot(y_i) + lam F_i * (c_i - <c_i,
-F_i>)`` (c = dpsi/dF; binary: ``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i, 1]),
-so every theta step is the model's ``private_step`` from that residual (one clipped per-example
+p_Y(y) as in App. B eq. 5 (the code sums unweighted). By the chain rule the theta-gradient of
+example i is the model's output Jacobian times the residual ``F_i - onehot(y_i) + lam F_i * (c_i -
+<c_i, F_i>)`` (c = dpsi/dF; binary: ``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i,
+1]), so every theta step is the model's ``private_step`` from that residual (one clipped per-example
 gradient, :func:`~dpminimax.kernels.linear.private_linear_step` for logistic regression,
 :class:`~dpminimax.kernels.layerwise.LayerTape` for networks).
 
@@ -31,28 +31,30 @@ adds noise only through them.
   and sigma is calibrated on it.
 * ``"sensitive_attribute"``: the paper's Thm. 3.3 (neighbours differ in one s_i; x, y public)
   with its closed-form sigma_w, sigma_theta (:mod:`dpminimax.privacy.paper_bounds`; L = clip,
-  D = w_radius, rho = (smallest group count - 1)/n as the code computes it, spec §2.5), exact
+  D = w_radius, rho = (smallest group count - 1)/n as the released code computes it), exact
   P_S as in Alg. 1 line 2, Poisson batches. Thm. 3.3 assumes F(x, .) is L-Lipschitz; this is made
   true by clipping, per example, the s-dependent part ``2 sum_j (W^T P^{-1/2} s_i)_j
-  grad_theta F_ij`` of grad_theta psi_i to L (spec §11 item 3); the s-change then moves the
-  averaged gradient by <= 2L/m <= the theorem's sqrt(8) D L/(m sqrt(rho)) whenever
-  D >= sqrt(rho/2) (checked). The record's epsilon is the target, its accountant
-  ``paper_theorem_3_3``; it lists the theorem's conditions, ``guarantee_covered`` and the caveats.
-  The releases carry the theorem's noise (:meth:`DpFermi._paper_plan`), not its accounting.
+  grad_theta F_ij`` of grad_theta psi_i to L (our choice: the paper's L is a Lipschitz bound, never
+  enforced); the s-change then moves the averaged gradient by <= 2L/m <= the theorem's sqrt(8) D
+  L/(m sqrt(rho)) whenever D >= sqrt(rho/2) (checked). The record's epsilon is the target, its
+  accountant ``paper_theorem_3_3``; it lists the theorem's conditions, ``guarantee_covered`` and
+  the caveats. The releases carry the theorem's noise (:meth:`DpFermi._paper_plan`), not its
+  accounting.
 
-Noise scaling (spec §11 item 2): the noise sits on the lam-weighted fairness terms; in example mode
-the whole clipped gradient (loss included) is noised. ``code_faithful=True`` (sensitive-attribute
-privacy only: the released code is not example-level DP) reproduces the released code v1 (spec
-§2.5, §11): single ERMI term (F = [p], only group 0's column, 1 x 1 W), W0 ~ N(0, 1), shuffled
-batches with the last partial batch kept, T = epochs * ceil(n/m), the whole batch-mean theta
-gradient clipped to L, theta noise sigma_theta not scaled by lam, W noise lam sigma_w, and for
-equalized odds the unweighted sum of per-label batch-subset means.
+Noise scaling (Alg. 1 scales only the theta-noise by lam; privacy needs both): the noise sits on
+the lam-weighted fairness terms; in example mode the whole clipped gradient (loss included) is
+noised. ``code_faithful=True`` (sensitive-attribute privacy only: the released code is not
+example-level DP) reproduces the released code v1: single ERMI term (F = [p], only
+group 0's column, 1 x 1 W), W0 ~ N(0, 1), shuffled batches with the last partial batch kept, T =
+epochs * ceil(n/m), the whole batch-mean theta gradient clipped to L, theta noise sigma_theta not
+scaled by lam, W noise lam sigma_w, and for equalized odds the unweighted sum of per-label
+batch-subset means.
 
 Deviations from the paper / code, and why:
 
 * theta0 = 0 in every mode (the code uses PyTorch's random Linear init; the problem is the same).
 * Poisson batches of expected size m (divided by m) outside code-faithful mode: the moments
-  accountant behind Thm. 3.3 assumes random subsampling (spec §11 item 8).
+  accountant behind Thm. 3.3 assumes random subsampling, the code shuffles.
 * Equalized odds, non-code-faithful sensitive-attribute mode: rho is the smallest conditional
   group share ``min_y (min_r n_{y,r} - 1) / n_y``, the bound the sensitivity argument of Thm. 3.3
   needs when the per-label terms use P_{S|Y}; the code uses the marginal rho.
@@ -339,7 +341,7 @@ class DpFermi(Method):
         gradients) as releases: one s_i moves the averaged W-gradient by <= sqrt(8 / rho) / m
         and the theta one by L D times that (proof of Thm. D.2), so both releases have the
         multiplier sigma_w m / sqrt(8 / rho) (= (m/n) sqrt(2 T ln(1/delta)) / epsilon, Abadi
-        et al. 2016, Thm. 1); they release the lam-weighted sums (spec §11 item 2) or, code v1,
+        et al. 2016, Thm. 1); they release the lam-weighted sums or, code v1,
         the batch means, its theta's not scaled by lam. P_S is exact (not noised). The record
         is the theorem's, with its conditions, not the releases' event (under add/remove the
         exact P_S is not private)."""
@@ -413,7 +415,7 @@ class DpFermiPaper(DpFermi):
 
 
 class DpFermiCode(DpFermi):
-    """DP-FERMI as the released code v1 runs it (``code_faithful=True``, spec §2.5), under the
+    """DP-FERMI as the released code v1 runs it (``code_faithful=True``), under the
     paper's Thm. 3.3 noise: for matching the plotted curves, not a sound example-level method."""
 
     name: ClassVar[str] = "dpfermi_code"
@@ -468,7 +470,7 @@ THEOREM_3_3_GAPS = [
 
 
 def _caveats(faithful: bool, eo: bool) -> list[str]:
-    """What Thm. 3.3's closed form does not cover here (spec §2.3, §2.5)."""
+    """What Thm. 3.3's closed form does not cover here (its conditions; the code's shuffling)."""
     caveats = [
         "only the sensitive attribute is protected: x and y are treated as public "
         "(not example-level DP)",
@@ -699,7 +701,7 @@ class FermiProgram:
 
         fair_independent, fair_sensitive = (through_softmax(c)[..., -outputs.shape[-1]:]
                                             for c in (independent, sensitive))
-        if self.privacy == "sensitive_attribute" and not self.faithful:  # spec §11 item 3
+        if self.privacy == "sensitive_attribute" and not self.faithful:  # clip, see module doc
             norms = (torch.linalg.vector_norm(fair_sensitive, dim=-1)
                      * batch_values(self.x_norm, index))
             fair_sensitive = clip_scaled(fair_sensitive, norms, self.clip)

@@ -19,7 +19,7 @@ for every run r (in parallel) and every included example i of its batch, in orde
   ``-(W^T W)_jj`` and ``2 W_{s_i j} / sqrt(P_S(s_i))`` with the W and P_S of the example's cell
   (demographic parity: one cell; equalized odds: its label);
 * through the softmax, ``p1 (c_i1 - <c_i, F_i>)`` for each part; sensitive-attribute mode
-  clips the s-dependent part to ``clip`` (spec 001 §11 item 3, its size times ||[x_i, 1]||);
+  clips the s-dependent part to ``clip`` (its size times ||[x_i, 1]||);
 * the theta residual ``p1 - y_i + lam (both parts)``, clipped to ``clip`` with the norm
   ``|residual| ||[x_i, 1]||`` in example mode, accumulated as ``residual [x_i, 1]``;
 * the W weight ``a_i = lam``, clipped in example mode so that ``||a_i grad_W psi_i|| <= clip_w``

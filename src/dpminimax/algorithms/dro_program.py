@@ -1,13 +1,14 @@
-"""What paper 004's methods share (spec 004 §2-3): the step schedule and its release tree, Poisson
-batches, per-example gradients of a weighted loss, clipped and noised releases, and the curves.
+"""What paper 004's methods share (Algs. 2-3 and baselines): the step schedule and its release
+tree, Poisson batches, per-example gradients of a weighted loss, clipped and noised releases, and
+the curves.
 
 A method's step ``t`` makes one or more *draws*: a Poisson batch at the anchor or the step
 sampling rate and the releases computed from it (:class:`Draw`). The same schedule gives the
 plan's release tree (:func:`schedule_tree`) and drives the program, so what is accounted and
 what is noised cannot drift apart. SPIDER differences (Alg. 2 l. 6 and 12, Alg. 3 l. 13-14)
 clip each example's gradient difference at two iterates to ``min(c * ||w_t - w_{t-1}||,
-2 C)`` (spec §10.4): their release's bound is 2 C and is shrunk each step by that public
-factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
+2 C)`` (our choice where the paper is silent): their release's bound is 2 C and is shrunk each step
+by that public factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
 """
 
 from __future__ import annotations
@@ -349,7 +350,8 @@ class DroProgram:
     def difference_shrink(self, name: str, movement: torch.Tensor, factor: torch.Tensor
                           ) -> torch.Tensor:
         """``min(c ||w_t - w_{t-1}||, 2 C) / (2 C)`` (R,): the shrink of the difference release
-        ``name`` (bound 2 C) for the iterate movement (R,) and the per-run c (spec §10.4)."""
+        ``name`` (bound 2 C) for the iterate movement (R,) and the per-run c (our choice where the
+        paper is silent)."""
         bound = self.releases[name].clip
         return torch.where(torch.isinf(bound), torch.ones_like(bound),
                            torch.clamp(factor * movement / bound, max=1.0))

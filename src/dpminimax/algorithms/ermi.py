@@ -1,9 +1,9 @@
 """The ERMI fairness regulariser and its min-max form (DP-FERMI paper, Def. 3.1, Thm. 3.2,
-Lemma D.1, App. B eq. 5; spec 001 §1.4-1.6), for R runs at once.
+Lemma D.1, App. B eq. 5), for R runs at once.
 
 Shapes: predicted-class probabilities ``F`` (R, B, l) (rows sum to 1), one-hot sensitive
 attributes ``s`` (B, k) shared by the runs or (R, B, k), the dual variable ``W`` (R, k, l) and the
-group proportions ``p_s`` (k,) or (R, k). Per example (spec §1.5, scalar form of Lemma D.1's psi),
+group proportions ``p_s`` (k,) or (R, k). Per example (scalar form of Lemma D.1's psi),
 with ``u_i = P_S^{-1/2} s_i``:
 
     psi_i(theta, W) = -sum_{r,j} W_rj^2 F_ij + 2 sum_{r,j} W_rj u_ir F_ij - 1 = sum_j c_ij F_ij - 1,
@@ -13,7 +13,7 @@ with ``u_i = P_S^{-1/2} s_i``:
 Only the second term of c_ij depends on s_i (the paper's privacy proof uses this split, returned
 by :func:`psi_grad_f_parts`); the theta-gradient is ``sum_j c_ij grad_theta F_ij`` (chain rule
 through the model). ``mean_i psi_i`` is maximised by ``W*_rj = pbar(j, r) / (sqrt(p_s(r))
-pbar(j))`` (soft counts, spec §1.5), where its value is the ERMI of the soft predictions.
+pbar(j))`` (soft counts), where its value is the ERMI of the soft predictions.
 Equalized odds (eq. 5) evaluates psi_i with the W and ``P_{S|Y=y_i}`` of the example's label.
 
 Products with ``u`` are matrix products: u has one non-zero per row, so ``W^T u_i`` is exact
@@ -49,7 +49,7 @@ def psi_grad_f(s: torch.Tensor, w: torch.Tensor, p_s: torch.Tensor) -> torch.Ten
 
 
 def psi(f: torch.Tensor, s: torch.Tensor, w: torch.Tensor, p_s: torch.Tensor) -> torch.Tensor:
-    """``psi_i(theta, W)`` (R, B) of spec §1.5 (Thm. 3.2 / Lemma D.1)."""
+    """``psi_i(theta, W)`` (R, B) (Thm. 3.2 / Lemma D.1)."""
     return (psi_grad_f(s, w, p_s) * f).sum(dim=-1) - 1.0
 
 
@@ -90,7 +90,7 @@ def _ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
 
 def optimal_w(f: torch.Tensor, s: torch.Tensor, p_s: torch.Tensor) -> torch.Tensor:
     """The maximiser ``W*_rj = pbar(j, r) / (sqrt(p_s(r)) pbar(j))`` (R, k, l) of
-    ``mean_i psi_i(theta, .)`` over the given examples (spec §1.5, first-order condition)."""
+    ``mean_i psi_i(theta, .)`` over the given examples (Lemma D.1, first-order condition)."""
     joint = soft_joint(f, s)
     scale = torch.sqrt(p_s).view(-1, p_s.shape[-1], 1) * joint.sum(dim=-2, keepdim=True)
     return _ratio(joint, scale)

@@ -1,5 +1,5 @@
 """Group prediction-rate gaps as linear functions of per-example predictions, for the fairness
-penalties and constraints of Tran et al. 2021a / 2021b (spec 001 §3, §11 item 16).
+penalties and constraints of Tran et al. 2021a / 2021b (DP-FERMI's baselines).
 
 A *cell* is a set of examples whose mean prediction is compared with that of its *parent*:
 

@@ -1,7 +1,7 @@
 """Jagielski et al. 2019 ("Differentially private fair learning", ICML), in-processing,
 re-implemented: a private version of the reductions approach of Agarwal et al. 2018 (Alg. 1,
-"exponentiated gradient") for equalized odds in binary classification (spec 001 §3 baselines
-table, §11 item 16).
+"exponentiated gradient") for equalized odds in binary classification (a DP-FERMI
+baseline).
 
 Constraints (Agarwal et al. 2018, §2, the EO moment): for every label y in {0, 1} and group a,
 ``gamma_ay(h) = P[h = 1 | A = a, Y = y] - P[h = 1 | Y = y]`` (group TPR / FPR against the overall

@@ -1,4 +1,4 @@
-"""KL distributionally robust optimisation (paper 004, Sec. 2.2-4; spec 004 §1.4-1.6).
+"""KL distributionally robust optimisation (paper 004, Sec. 2.2-4).
 
 Per-example quantities of the two reformulations the paper's algorithms work on, for R runs
 at once (losses (R, B), per-run scalars (R,)):
@@ -12,7 +12,7 @@ at once (losses (R, B), per-run scalars (R,)):
 * Eq. (5), the KL-constrained problem min_{x, lam >= lam0} Psi(x, lam) = lam log(mean e^{l/lam})
   + lam rho (Alg. 3, SCDRO), through g(w; xi) = e^{l/lam}: grad_x g_i = (g_i / lam) grad l_i and
   grad_lam g_i = -(l_i / lam^2) g_i. :func:`compositional_weights` gives g in units of e^m for a
-  public shift m (spec §10.3: the max-loss shift of the SCDRO code, made public here); there
+  public shift m (our choice: the max-loss shift of the SCDRO code, made public here); there
   grad_lam g_i = -(g_i / lam)(log g_i + m).
 
 The exponent is capped at :data:`EXP_CAP` (a numerical guard: contributions are clipped anyway).
@@ -31,7 +31,7 @@ EXP_CAP = 60.0
 
 def example_losses(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-example losses (R, B) of logits (R, B, K): binary cross-entropy with logits for K = 1,
-    softmax cross-entropy for K >= 2 (spec 004 §4 "Loss")."""
+    softmax cross-entropy for K >= 2 (Sec. 5)."""
     y = y if y.dim() == 2 else y.unsqueeze(0).expand(logits.shape[0], -1)
     if logits.shape[-1] == 1:
         return F.binary_cross_entropy_with_logits(logits[..., 0], y.to(logits.dtype),

@@ -1,5 +1,5 @@
 """NSEG: noisy stochastic extragradient (Boob & Guzmán 2021, arXiv:2104.02988, Alg. 1, its
-sampling-with-replacement variant; spec 003 baseline B7), and its non-private twin.
+sampling-with-replacement variant; a BYOA baseline), and its non-private twin.
 
 Each iteration t makes two noisy projected steps from z_t, each over its own fresh batch:
 
@@ -10,11 +10,11 @@ with G the clipped per-example gradients summed over the batch plus Gaussian noi
 batch (the step of DP-SGDA,
 :meth:`~dpminimax.algorithms.sgda.SgdaProgram.move`). The output is the average of the
 extrapolated points z_{t+1/2} (the ergodic iterate of extragradient analyses). The 2T batches'
-releases compose under one sigma calibrated to (epsilon, delta) by the accountant (spec 003
-§5.4). Deviation: batches are Poisson(q) (what our accountant amplifies), not drawn with
+releases compose under one sigma calibrated to (epsilon, delta) by the accountant (as for
+every baseline). Deviation: batches are Poisson(q) (what our accountant amplifies), not drawn with
 replacement. The runs' ``counters`` count every example of both batches.
 
-``schedule="boob_guzman2021"`` (spec 003 §7 row 22) is our reading of the paper's weak-gap
+``schedule="boob_guzman2021"`` is our reading of the paper's weak-gap
 setting, chosen to give its Table 1 cost O(n^2): T = n iterations (balancing the optimization
 error D^2 / (eta T) against the stability term eta L^2 T / n at eta ~ D / (L sqrt(n))), batches
 of n draws with replacement, i.e. the Poisson rate q = 1 - (1 - 1/n)^n (each example's

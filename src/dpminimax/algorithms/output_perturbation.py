@@ -1,5 +1,5 @@
 """Output perturbation: BYOA (paper 003) Algorithm 1 (strongly convex minimization) and
-Algorithm 3 (SC-SC min-max), and the exact non-private solution (the spec's B0 / B5
+Algorithm 3 (SC-SC min-max), and the exact non-private solution (the reference
 references).
 
 Each run solves its empirical problem with the base solver ``solver`` (:mod:`dpminimax.solvers`):
@@ -74,7 +74,7 @@ SHARED = (*PROBLEM_SHARED, "sigma", "accountant", "stopping", "project")
 #: solver stops: on its certificate (the accuracy condition holds with
 #: probability 1), or after the iterations its a-priori rate needs for the paper's
 #: in-expectation accuracy, Markov's inequality giving the condition with probability
-#: 1 - delta / 4 (delta / 8 on a game), inside the delta / 2 kept for the solver (spec 003 §6
+#: 1 - delta / 4 (delta / 8 on a game), inside the delta / 2 kept for the solver (our split
 #: E9: the runs count the calls whose point misses the condition).
 SOLVER_PARAMETERS: dict[str, Any] = {"solver": "exact", "stopping": "certificate"}
 SOLVER_CHECKS: dict[str, Check] = {"solver": one_of(*SOLVERS), "stopping": one_of(*STOPPINGS)}
@@ -133,7 +133,7 @@ class OutputPerturbation(ProblemMethod):
 
 
 class RidgeOutputPerturbation(OutputPerturbation):
-    """Single-phase output perturbation, the "direct method" (spec 003 B1 for a convex problem,
+    """Single-phase output perturbation, the "direct method" (a baseline for a convex problem,
     B9 for a convex-concave one): Alg. 1 (Alg. 3) on the objective plus the ridge of
     :func:`ridged_constants`, the ridge chosen by :func:`balanced_ridge` (a formula of the
     a-priori constants, never tuned on data). Its error is measured on the problem itself; the
@@ -152,7 +152,7 @@ class RidgeOutputPerturbation(OutputPerturbation):
 def balanced_ridge(problem: Problem, n: int, epsilon: float, delta: float) -> float:
     """The ridge lambda minimizing lambda sum_b R_b^2 / 2 (the most the ridge can move the
     problem's excess risk or strong gap) plus Thm. 3.4's (4.4's) population bound on the ridged
-    objective (spec 003 B1: "balancing lambda D^2 / 2 against the Alg. 1 bound"), over 400
+    objective ("balancing lambda D^2 / 2 against the Alg. 1 bound"), over 400
     log-spaced values of lambda D / L in [1e-8, 1e4]."""
     radii = [block.radius for block in problem.blocks]
     bias = sum(r * r for r in radii) / 2.0
@@ -225,7 +225,7 @@ def output_target(problem: Problem, n: int, ridge: float = 0.0) -> Target:
 
 def ridged_constants(problem: Problem, ridge: float) -> Constants:
     """The a-priori constants of the objective plus ridge / 2 ||b||^2 on every minimized block
-    and minus it on every maximized one (spec 003 B1 / B9): L + ridge sqrt(sum_b R_b^2) (the
+    and minus it on every maximized one (our baselines): L + ridge sqrt(sum_b R_b^2) (the
     ridge's gradient on the balls), l + ridge, mu_b + ridge; the problem's own with ridge 0."""
     constants = problem.constants
     if ridge == 0:
@@ -414,6 +414,6 @@ class OutputProgram:
 ExactSolution = nonprivate_twin(
     OutputPerturbation, "ExactSolution", name="exact_solution",
     label="Non-private ERM / saddle point (exact)",
-    doc="The exact empirical minimizer or saddle point of each run's sample (spec 003 B0 / "
+    doc="The exact empirical minimizer or saddle point of each run's sample ("
         "B5): output perturbation with the noise off.",
     fixed={"sigma": "paper", "accountant": "pld"})

@@ -3,8 +3,8 @@ composed as in Theorem 4.8, and the convex-strongly-concave variant of Alg. 4 (C
 with the exact base solver.
 
 Both run K = floor(log2 n) phases on consecutive disjoint chunks of nbar = floor(n / K)
-examples (the n - K nbar left over are not used; Algs. 4 and 5 use the same chunks, spec 003
-§7 rows 2 and 8), with x~_0 = y~_0 = 0 and mu_k = mu 2^k. Phase k solves its chunk's regularized
+examples (the n - K nbar left over are not used; Algs. 4 and 5 use the same chunks,
+our reading), with x~_0 = y~_0 = 0 and mu_k = mu 2^k. Phase k solves its chunk's regularized
 saddle-point problem exactly (:meth:`~dpminimax.problems.Problem.empirical_solution` with a
 proximal term, so the accuracy conditions hold with probability 1) and releases one block:
 
@@ -19,7 +19,7 @@ m = min(mu_k, mu_y) (Cor. 4.9); L is the joint Lipschitz constant and D the prob
 mu is Theorem 4.8's (L / D) max(2 / sqrt(n), 13 log2(n) sqrt(d ln(5 / delta)) / (n epsilon)),
 d = max(d_x, d_y), or Corollary 4.9's 3 (L / D) max(1 / sqrt(n), 4 log2(n) sqrt(d_x ln(2.5 /
 delta)) / (n epsilon)); the non-private twins keep the statistical terms, 2 (L / D) / sqrt(n) and
-3 (L / D) / sqrt(n) (spec 003 §2.10).
+3 (L / D) / sqrt(n) (the paper's worked example).
 
 The C-C program interleaves the two algorithms (they do not read each other's outputs): step
 2k - 1 is Alg. 4's phase k, step 2k Alg. 5's; its output is (x~_K, y~_K). The C-SC program has
@@ -246,7 +246,7 @@ PhasedMinimaxExact = nonprivate_twin(
     PhasedMinimaxOutputPerturbation, "PhasedMinimaxExact", name="phased_minimax_exact",
     label="Phased regularized saddle points (non-private, BYOA Algs. 4 o 5 without noise)",
     doc="Algs. 4 o 5's phases with the noise off and mu = 2 (L / D) / sqrt(n): the non-private "
-        "reference of spec 003 §2.10.",
+        "reference of Sec. 3.2's worked example.",
     fixed={"sigma": "paper", "accountant": "pld"})
 
 CscExact = nonprivate_twin(

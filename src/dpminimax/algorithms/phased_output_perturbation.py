@@ -10,12 +10,12 @@ solver radius, as in Alg. 1); x~_0 = 0 and the output is x~_K. An iterative solv
 per-sample gradient evaluations, summed over the phases, are the run's
 ``gradient_evaluations`` (``gradient_evaluations_per_sample``: over n). mu is Theorem 3.7's
 (L / D) max(1 / sqrt(n), 14 log2(n) sqrt(d log(2.5 / delta)) / (n epsilon)) with D the problem's
-a-priori bound on ||x*|| (non-private: (L / D) / sqrt(n), spec 003 §2.10). Every phase spends the
-full budget and the phases compose in parallel over the disjoint chunks
+a-priori bound on ||x*|| (non-private: (L / D) / sqrt(n), the paper's worked example). Every phase
+spends the full budget and the phases compose in parallel over the disjoint chunks
 (:class:`~dpminimax.privacy.release.Parallel`); the noise multiplier and the delta split are
 Alg. 1's (:func:`~dpminimax.algorithms.output_perturbation.output_plan`).
 
-Ablations (spec 003 §6 E10): ``schedule: phased_erm`` is Feldman et al. 2020's phased-ERM
+Ablations (ours, E10): ``schedule: phased_erm`` is Feldman et al. 2020's phased-ERM
 schedule (B4: phase k on n_k = floor(n 2^-k) examples with mu_k = mu 8^k; sensitivity and
 accuracy with that phase's n_k); ``rounding: ceil`` takes K = ceil(log2 n) phases (the same K
 as floor when n is a power of 2); ``project: true`` projects every release onto X (post-
@@ -252,6 +252,6 @@ PhasedExact = nonprivate_twin(
     PhasedOutputPerturbation, "PhasedExact", name="phased_exact",
     label="Phased regularized ERM (non-private, BYOA Alg. 2 without noise)",
     doc="Alg. 2's phases with the noise off and mu = (L / D) / sqrt(n): the non-private "
-        "reference of spec 003 §2.10 (solved exactly by default; any base solver certifies "
-        "the same accuracy).",
+        "reference of the paper's worked example (solved exactly by default; any base solver "
+        "certifies the same accuracy).",
     fixed={"sigma": "paper", "accountant": "pld"})

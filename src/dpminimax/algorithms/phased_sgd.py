@@ -1,5 +1,5 @@
 """Phased SGD (Feldman, Koren, Talwar 2020, "Private stochastic convex optimization: optimal
-rates in linear time", Alg. 2; spec 003 baseline B3), and its non-private twin.
+rates in linear time", Alg. 2; a BYOA baseline), and its non-private twin.
 
 k = ceil(log2 n) phases on consecutive disjoint chunks of n_i = max(1, floor(n / 2^i))
 examples (their sum is at most n). Phase i runs one pass of projected SGD with step
@@ -8,7 +8,7 @@ gradients clipped at the problem's Lipschitz constant L (on the feasible set thi
 nothing), and releases the average of its iterates with Gaussian noise. Sensitivity 2 L eta_i
 (replace-one): the one-pass runs on neighbouring chunks differ in one step, by at most
 2 L eta_i, and the later steps are non-expansive for eta_i <= 2 / l (Hardt et al. 2016), so
-eta is capped at 8 / l (``step_capped`` in the plan's values; spec 003 H5: beyond
+eta is capped at 8 / l (``step_capped`` in the plan's values; our choice: beyond
 l ~ sqrt(n) L / D the paper's rate needs a larger step than its privacy proof allows). The
 paper's sigma_i = 4 L eta_i sqrt(log(1 / delta)) / eps is replaced by the multiplier our
 accountant calibrates for one Gaussian release at (epsilon, delta); the phases compose in

@@ -19,7 +19,7 @@ from dpminimax.problems import PROBLEMS, Problem, get_problem
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import SYNTHETIC_OPTIMIZATION
 
-#: ``tau`` as a power of n: "n^-0.5" is tau = n^-0.5 (spec 003 §5.6: l D / L in {1, n^(1/4),
+#: ``tau`` as a power of n: "n^-0.5" is tau = n^-0.5 (our grid: l D / L in {1, n^(1/4),
 #: n^(1/2), n^(3/4)} through P3's tau).
 _POWER_OF_N = re.compile(r"^n\^(-?[0-9]*\.?[0-9]+)$")
 DEFAULT_TAU = "default"

@@ -1,4 +1,4 @@
-"""RaCO-DP: private rate-constrained optimisation (RaCO-DP paper, Algorithm 1; spec 000 §2.8).
+"""RaCO-DP: private rate-constrained optimisation (RaCO-DP paper, Algorithm 1).
 
 Stochastic gradient descent-ascent on the Lagrangian ``l(theta) + sum_j lambda_j (Gamma_j(theta)
 - gamma_j)`` of generalized rate constraints (eq. 6), for R runs at once. Each step, on one Poisson
@@ -11,7 +11,8 @@ batch (rate q, expected size B = qn):
 2. per-example gradients of ``CE(h(x), y) + B * sum_k w_x[k] softmax(tau h(x))_k`` with the
    constraint weights ``w_x[k] = sum_j lambda_j sum_{l: cell(x) in I_jl} alpha_jlk / N_hat_jl``
    and ``N_hat_jl = max(1, sum_{q in I_jl} sum_k H_hat[q, k])`` (eq. 10, post-processed from H_hat;
-   spec §12 item 5), clipped to C, summed, plus N(0, (sigma C)^2 I), divided by B;
+   our guard, as in the released code), clipped to C, summed, plus N(0, (sigma C)^2 I), divided by
+   B;
 3. projected dual ascent ``lambda <- max(0, lambda + eta_lambda (Gamma_post(H_hat) - gamma))``
    (eq. 11-12), post-processing of the histogram ("soft"), or of the histogram of arg-max
    predictions with the same noise draw ("hard", App. E.4). The hard histogram has the same
@@ -22,9 +23,10 @@ batch (rate q, expected size B = qn):
 Privacy: the histogram and the gradient are released from the SAME Poisson batch, so each step is
 ``PoissonSampled(q, Composed([Gaussian(sigma), Laplace(b)]))`` (DESIGN.md); T is the largest step
 count (<= ``max_steps``) whose epsilon is within the target. The paper's released accounting
-(separately sampled PLDs, spec §2.6) is recorded beside it. Choices: plain (untempered)
-cross-entropy, tempered softmax (exp(+tau z), the sign typo fixed) inside the constraints only
-(spec §12 item 15); no clipping of the dual gradient (§12 item 18).
+(separately sampled PLDs, as the released code does) is recorded beside it. Choices: plain
+(untempered) cross-entropy, tempered softmax (exp(+tau z), the sign typo fixed) inside the
+constraints only (the paper's exp(-tau z) sign is a typo); no clipping of the dual gradient (the
+released code clips constraint values).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def racodp_event(q: float, noise_multiplier: float, histogram_scale: float,
 
 def separately_sampled(batch: Batch) -> Repeat:
     """Each release of ``batch`` on its OWN Poisson batch: what the released code accounts
-    (spec §2.6). UNSOUND for releases of one batch; only to report the paper's epsilon."""
+    (the released code's). UNSOUND for releases of one batch; only to report the paper's epsilon."""
     return Repeat(tuple(Batch((release,), batch.count, batch.sampling_rate)
                         for release in batch.releases))
 
@@ -224,7 +226,7 @@ class RacoDp(Method):
                  params["histogram_noise"]))
 
     def steps(self, q: float, mechanism: tuple, run: RunSpec, shared: dict[str, Any]) -> int:
-        """Largest T <= max_steps with epsilon(T) <= target (spec §12 item 6)."""
+        """Largest T <= max_steps with epsilon(T) <= target (the paper gives no T)."""
         def make_event(steps: float):
             return plan_event(racodp_releases(q, mechanism, 1.0, int(steps)))
 
@@ -255,7 +257,7 @@ NonPrivateSgda = nonprivate_twin(
 
 class RacoDpProgram:
     """State (theta, lambda) and per-run streams of R RaCO-DP runs; :meth:`step` is Alg. 1's loop
-    body (spec §2.8) for all of them.
+    body (Alg. 1) for all of them.
 
     Run r makes the releases ``releases[r]`` (its plan: sampling rate, step count, gradient and
     histogram noise, clip) with ``params[r]`` (step sizes, temperature, dual update). A run that

@@ -8,13 +8,14 @@ grad_lam Psi = log s + m + rho + (lam / s) grad_lam g_2 = rho + log s - h / s, b
 grad_lam g_i = -(g_i / lam)(log g_i + m) (the m terms cancel). Each example's weight is capped at
 W (``weight_cap``), g'_i = min(g_i, W), and its loss gradient is clipped at C before the weight,
 as the Eq. (3) methods do (papers/dpdro/README.md, "Deviation: clipping"). Per step, from one
-Poisson batch (spec 004 §2.3 with the fixes of §10.3):
+Poisson batch (Alg. 3 with our fixes below):
 
 * v (estimate of lam grad_x g_2; per example g'_i clip(grad l_i, C), norm <= W C) and h (per
   example g'_i log g'_i, in [-1/e, W log W] for W >= 1/e): every ``period`` steps an anchor,
   otherwise the SPIDER accumulation of per-example differences at w_t and w_{t-1} (typo 1: the
   printed lines 13-14 drop + v_{t-1}), clipped at min(c ||w_t - w_{t-1}||, bound) (Thm. 8's
-  bounds, §10.4; the difference bounds are 2 W C and W log W + 1/e, the range of g log g);
+  bounds, made explicit by us; the difference bounds are 2 W C and W log W + 1/e, the range of g
+  log g);
 * s (estimate of g_2): STORM, s_t = mean g'(w_t) + (1 - beta)(s_{t-1} - mean g'(w_{t-1})) +
   noise (typo 2: the printed line 16 evaluates both terms at w_t); each example's term is in
   [-(1 - beta) W, W], so the release's bound is W;
@@ -28,7 +29,7 @@ on MNIST-ST, and C = inf alone removed that (the README's ablations). Through h 
 is bounded by construction, with no clip C_lam to bias it.
 
 m is updated from the released s (m += log s after each step: post-processing, so public), which
-keeps e^{l/lam} finite (§10.3; the SCDRO code's max-loss shift reads the data). One noise
+keeps e^{l/lam} finite (our fix: the SCDRO code's max-loss shift reads the data). One noise
 multiplier for every release, calibrated over the schedule's event. ``scdro`` is the same program
 without noise, cap or clip and with moving averages (the SCDRO code's ``SCCMA``: s, v, h <-
 (1 - beta) old + beta new) in place of SPIDER. v, h and s share their batch (the paper draws

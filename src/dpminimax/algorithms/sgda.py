@@ -14,11 +14,11 @@ DP-SGD with averaging (Bassily et al. 2019). The runs' ``counters`` are their pe
 evaluations: the realised Poisson batch sizes summed over the steps (one oracle call returns
 every block's gradient).
 
-``schedule`` (spec 003 §7 row 22: the baselines' theory-prescribed parameters) replaces ``lr``,
+``schedule`` (the baselines' theory-prescribed parameters) replaces ``lr``,
 ``batch_size`` and ``epochs`` by a theorem's, with d the problem's dimension (all blocks), D its
 a-priori diameter and L its Lipschitz constant, a batch of m giving Poisson rate q = m / n (the
 papers sample m with replacement; our accountant is for Poisson sampling), and sigma still
-calibrated to (epsilon, delta) by the accountant (spec 003 §5.4):
+calibrated to (epsilon, delta) by the accountant:
 
 * ``bassily2019`` (spec B2; Bassily, Feldman, Talwar, Thakurta 2019, Alg. 1 and Thm. 3.2, smooth
   convex losses; minimization only): T = min(n / 8, n^2 eps^2 / (32 d log(1 / delta))),
@@ -26,7 +26,7 @@ calibrated to (epsilon, delta) by the accountant (spec 003 §5.4):
 * ``yang2022`` (spec B6; Yang et al. 2022, smooth convex-concave case): T = n, the same m,
   eta = (D / L) / max(sqrt(n), sqrt(d log(1 / delta)) / eps).
 
-Both take T m = O(n^{3/2} sqrt(eps)) gradients (spec 003 Table 1). At epsilon = inf (the twin)
+Both take T m = O(n^{3/2} sqrt(eps)) gradients (BYOA Table 1). At epsilon = inf (the twin)
 the formulas give full batches.
 """
 
@@ -249,7 +249,7 @@ class SgdaProgram:
 
 
 class DpSgdBassily(DpSgda):
-    """DP-SGD with Bassily et al. 2019's parameters (spec 003 baseline B2): DP-SGDA on a
+    """DP-SGD with Bassily et al. 2019's parameters (a BYOA baseline): DP-SGDA on a
     minimization problem with schedule ``bassily2019`` (module docstring), named apart so that
     tables and figures say which baseline it is."""
 

@@ -1,10 +1,10 @@
 """Tran, Dinh, Fioretto 2021a ("Differentially private empirical risk minimization under the
 fairness lens", NeurIPS), the mitigation re-implemented as a DP-FERMI baseline for demographic
-parity (spec 001 §3 baselines table, §11 item 16), for R runs (seeds x gamma grid) at once.
+parity (a DP-FERMI baseline), for R runs (seeds x gamma grid) at once.
 
 Tran 2021a mitigates the disparate impact of DP-SGD by adding to the loss a gamma-weighted penalty
-on group disparities. For demographic parity it is adapted (spec §11 item 16) to the gaps of the
-mean soft prediction p_i = sigmoid(z_i) per sensitive group:
+on group disparities. For demographic parity it is adapted (our choice, the paper is silent) to the
+gaps of the mean soft prediction p_i = sigmoid(z_i) per sensitive group:
 ``min_theta mean_i l_i(theta) + gamma sum_a |pbar_a(theta) - pbar(theta)|``.
 Each step t, on one Poisson batch B (rate q = batch_size / n, expected size m = qn):
 
@@ -32,14 +32,14 @@ the same batch, hence each step is ``PoissonSampled(q, Composed([Gaussian(sigma)
 sigma)]))`` inside one sampling event (as RaCO-DP's histogram), T = ceil(epochs / q) steps;
 sigma is the one scalar calibrated to the target (epsilon, delta). A run with gamma = 0 does not
 use H, so it is not released: the run is plain DP-SGD, as the paper's gamma = 0 points, which
-coincide with DP-SGD / DP-FERMI's lambda = 0 points (spec §3). As everywhere in the project, n
+coincide with DP-SGD / DP-FERMI's lambda = 0 points. As everywhere in the project, n
 (hence q and m) is public.
 
 Deviations from Tran et al. 2021a, and why:
 
 * the penalty is on soft-prediction rates (demographic parity) rather than on group loss
-  discrepancies ``|L_a - L|``: the DP-FERMI comparison is on demographic parity (spec §11
-  item 16); it is the sum over groups of |gap|, whose (sub)gradient uses the released signs;
+  discrepancies ``|L_a - L|``: the DP-FERMI comparison is on demographic parity;
+  it is the sum over groups of |gap|, whose (sub)gradient uses the released signs;
 * the batch statistics the penalty needs (group sizes, signs of the gaps) come from the noisy
   histogram of step 1, accounted on the same batch: raw batch statistics would let one example
   change every other example's gradient, which clipping does not bound;

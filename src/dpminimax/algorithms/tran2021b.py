@@ -1,6 +1,7 @@
 """Tran, Fioretto, Van Hentenryck 2021b ("Differentially private and fair deep learning: a
-Lagrangian dual approach", AAAI), PF-LD, re-implemented as a DP-FERMI baseline (spec 001 §3
-baselines table, §11 item 16) for binary logistic regression, R runs (seeds x alpha) at once.
+Lagrangian dual approach", AAAI), PF-LD, re-implemented as a DP-FERMI baseline
+(our choices where neither paper is specific) for binary logistic regression, R runs (seeds x
+alpha) at once.
 
 Constrained problem: ``min_theta mean_i l_i(theta)`` s.t. ``nu_c(theta) = |gap_c(theta)| <=
 alpha`` for every cell c, with gap_c the difference of mean soft predictions p = sigmoid(z)

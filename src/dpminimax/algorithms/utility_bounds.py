@@ -1,9 +1,9 @@
-"""The utility bounds BYOA (paper 003) prints for its algorithms, exactly as printed (spec 003
-§4), evaluated with a problem's a-priori constants: what the rate study draws dashed beside
-the measured error. Each function returns ``{metric: bound}`` for the metric columns of the
-synthetic-optimization task (the bound is on the expectation over the data and the noise:
-compare it with a mean over seeds). ``log`` is log2 where the paper writes log(n) (the phase
-count K) and ln inside log(c / delta) (spec 003 §7 row 1). With epsilon = inf (a non-private
+"""The utility bounds BYOA (paper 003) prints for its algorithms, exactly as printed
+(Thms. 3.4, 3.7, 4.4, 4.8), evaluated with a problem's a-priori constants: what the rate study
+draws dashed beside the measured error. Each function returns ``{metric: bound}`` for the metric
+columns of the synthetic-optimization task (the bound is on the expectation over the data and the
+noise: compare it with a mean over seeds). ``log`` is log2 where the paper writes log(n) (the phase
+count K) and ln inside log(c / delta) (our reading). With epsilon = inf (a non-private
 twin) the privacy terms vanish and the statistical terms remain.
 """
 
@@ -22,7 +22,7 @@ def _privacy_ratio(dim: int, delta: float, epsilon: float, c: float) -> float:
 def output_perturbation_bounds(problem: Problem, n: int, epsilon: float, delta: float,
                                constants: Constants | None = None) -> dict[str, float]:
     """Theorem 3.4 (Alg. 1) for a minimization problem, Theorem 4.4 (Alg. 3) for a min-max;
-    ``constants`` replaces the problem's (a ridged objective's, spec 003 B1 / B9)."""
+    ``constants`` replaces the problem's (a ridged objective's)."""
     constants = problem.constants if constants is None else constants
     lipschitz, smooth = constants.lipschitz, constants.smoothness
     moduli = constants.strong_convexity

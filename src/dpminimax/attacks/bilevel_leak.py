@@ -1,4 +1,4 @@
-"""The leak of DP bilevel §3 as an attack (spec 002 §3.2) on P-D (Example 3.1): the neighbouring
+"""The leak of DP bilevel §3 as an attack (our design) on P-D (Example 3.1): the neighbouring
 datasets S+ and S- share xi_1..xi_{n-1} (uniform in the unit ball) and set xi_n = +u or -u,
 u = e_1. Mechanisms, each run N times per dataset (one batched program):
 
@@ -27,7 +27,7 @@ shared), and the projection on u = (xi_n^+ - xi_n^-) / ||xi_n^+ - xi_n^-||, take
 datasets, not from a fixed coordinate, is the likelihood-ratio test for M3's isotropic Gaussian
 noise; the reconstruction is a vector identity. Neither reads d.
 
-A study runs several (d, n) settings (:func:`leak_settings`: spec §7's E1 row asks for d in
+A study runs several (d, n) settings (:func:`leak_settings`: our experiment E1 takes d in
 {1, 10}, n in {100, 1000}), one table row per setting x mechanism x epsilon
 (:func:`leak_study`). M0-M2 are deterministic functions of the dataset (exact inner solutions,
 no noise on P-D): each is fitted on two seeds, checked equal, and the output repeated for the N

@@ -1,4 +1,5 @@
-"""The membership attack of paper 004's Table 2, run twice (spec 004 §6, §10.20).
+"""The membership attack of paper 004's Table 2, run twice (our protocol; the paper does not
+describe its attack).
 
 Score: the model's confidence in the true label (a black-box threshold attack, Yeom et al.
 2018 / Salem et al. 2019; AUC by sweeping the threshold). Members: ``size`` random training

@@ -1,9 +1,9 @@
 """BYOA (paper 003) base-solver throughput: per-sample gradient evaluations per second on one
-core (torch at one thread), to set against the spec's CPU cost model (spec 003 §6 assumes 2e7
+core (torch at one thread), to set against our CPU cost model (which assumes 2e7
 per second per core).
 
 Three rates per problem (P1 least squares, G1 quadratic game) at ``d`` and ``n``, each in
-per-sample gradients per second (all blocks of one example = one gradient, spec §7 row 11):
+per-sample gradients per second (all blocks of one example = one gradient, our convention):
 
 * ``full``: one ``per_example_grads`` call on all n examples (R = 1), what GD, AGD,
   extragradient and every certificate or snapshot cost;

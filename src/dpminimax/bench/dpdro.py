@@ -1,5 +1,5 @@
 """DP-DRO step benchmarks (issue #20): the per-example-gradient steps of DP Double-SPIDER / DP
-Recursive-SPIDER (spec 004 §4 Alg. 1-2, §9 cost model) on ResNet20-GN and the SmallCNN, against a
+Recursive-SPIDER (Algs. 2-3; our cost model) on ResNet20-GN and the SmallCNN, against a
 non-private step and Opacus, in one process.
 
 Steps, all on the same fixed batch of B random 1x28x28 images with 2 classes (batch sampling is
@@ -9,7 +9,7 @@ not timed), each ending with the parameter update:
 * ``dp``: :meth:`BatchedNetwork.private_step` with the cross-entropy residual, R = 1 (LayerTape
   clipped sum, Gaussian noise, update): a mini-batch / anchor step.
 * ``difference``: the SPIDER difference step ``sum_i Clip(grad g(w_t; xi_i) - grad g(w_{t-1};
-  xi_i), C) + noise`` (spec 004 §4, Alg. 1 l. 13): two :meth:`BatchedNetwork.per_example_grads`
+  xi_i), C) + noise`` (Alg. 3): two :meth:`BatchedNetwork.per_example_grads`
   calls, their difference, :func:`~dpminimax.kernels.clip.clip_and_accumulate`, noise, update.
 * ``opacus_hooks`` / ``opacus_ghost``: Opacus DP-SGD (PrivacyEngine, ``grad_sample_mode``
   "hooks" / "ghost") making the same clipped, noised step as ``dp``.
@@ -155,7 +155,7 @@ def _dp_step(net: BatchedNetwork, x: torch.Tensor, y: torch.Tensor) -> Step:
 
 
 def _difference_step(net: BatchedNetwork, x: torch.Tensor, y: torch.Tensor) -> Step:
-    """SPIDER difference step (spec 004 Alg. 1 l. 13): per-example gradients at w_t and
+    """SPIDER difference step (Alg. 3): per-example gradients at w_t and
     w_{t-1} on one batch, clipped difference summed, noised, applied."""
     device = x.device
     current = net.init_state(1, device)

@@ -1,7 +1,7 @@
 """The DP-FERMI paper's benchmarks, their settings in the ``benchmarks:`` block of
 papers/dpfermi/experiments.yaml.
 
-``fermi_grid``: how long the tabular grid (spec 001 §10 rows 1-7, without Jagielski et al.;
+``fermi_grid``: how long the tabular grid (Figs. 2-4, 6-9, without Jagielski et al.;
 issue #4) takes here, from timed steps of every method's own paper-scale program. The grid's work
 is counted exactly from experiments.yaml at the ``paper`` scale: per job, R runs (seeds x swept
 values) x T steps (ceil(epochs / q), q = batch / n_train) x the expected batch, i.e. its

@@ -100,7 +100,7 @@ def equalized_odds(
     gamma: float | None = None,
     group_names: Sequence[str] | None = None,
 ) -> RateConstraintSet:
-    """Table 1 row 2 (the "counter-factual" eq. 15 form with Z≠z; spec §12 item 17):
+    """Table 1 row 2 (the "counter-factual" eq. 15 form with Z≠z; eq. 16's z' is a typo):
     P_k(D[Y=k', Z=z]) − P_k(D[Y=k', Z≠z]) ≤ γ for all k, k', z, so J = K²|Z|; partition
     ``"label_sensitive"`` with cell(y, z) = y·|Z| + z."""
     gamma = _gamma(gamma)
@@ -130,9 +130,9 @@ def false_negative_rate(
 ) -> RateConstraintSet:
     """False-negative-rate constraints over the partition ``"label"`` (cell = y).
 
-    Default (what the experiments constrain; spec §2.8 and §12 item 16): for each positive class
-    c in ``classes`` (default ``(1,)``), the miss rate Pr[ŷ ≠ c | y = c] = Σ_{k≠c} P_k(D[Y=c]) ≤ γ.
-    For K = 2 and c = 1 this is the single constraint P_0(D[Y=1]) ≤ γ (J = 1).
+    Default (what the experiments constrain; Table 1's "for all k" would add FPR): for each
+    positive class c in ``classes`` (default ``(1,)``), the miss rate Pr[ŷ ≠ c | y = c] = Σ_{k≠c}
+    P_k(D[Y=c]) ≤ γ. For K = 2 and c = 1 this is the single constraint P_0(D[Y=1]) ≤ γ (J = 1).
 
     ``table1_literal=True``: Table 1 row 3 / eq. (17) as printed, P_k(D[Y≠k]) ≤ γ for each k in
     ``classes`` (default: all K, J = K). For K = 2, k = 0 is the FNR above and k = 1 the FPR.

@@ -135,8 +135,8 @@ class RateConstraintSet:
         """Γ^post of eq. (12) from a (noisy) histogram H (Q, K) or (R, Q, K) -> (J,) or (R, J).
 
         P_k(D_l) is estimated as Σ_{q∈l} H[q, k] / max(Σ_{q∈l} Σ_k' H[q, k'], 1): the
-        denominator is guarded at 1 (spec §12 item 5), so an empty or negative noisy count never
-        divides by ~0. On the exact histogram of eq. (8) this equals :meth:`rates`.
+        denominator is guarded at 1 (as in the released code), so an empty or negative noisy count
+        never divides by ~0. On the exact histogram of eq. (8) this equals :meth:`rates`.
         """
         h, to_output = _as_float_tensor(histogram, "histogram", self.num_classes)
         local = self._local(h)

@@ -1,9 +1,10 @@
 """folktables' ACSEmployment task (Ding, Hardt, Miller & Schmidt 2021) without folktables.
 
-Source (spec 000 §4): ACS PUMS, survey year 2018, horizon 5-Year, person survey, state AL: the
-Census Bureau's ``csv_pal.zip`` holding ``psam_p01.csv`` (one row per person, PUMS column names,
-empty fields for "not applicable"), which is what ``folktables.ACSDataSource(survey_year='2018',
-horizon='5-Year', survey='person').get_data(states=['AL'])`` downloads and reads.
+Source (the RaCO-DP paper's ACSEmployment, via folktables): ACS PUMS, survey year 2018, horizon
+5-Year, person survey, state AL: the Census Bureau's ``csv_pal.zip`` holding ``psam_p01.csv`` (one
+row per person, PUMS column names, empty fields for "not applicable"), which is what
+``folktables.ACSDataSource(survey_year='2018', horizon='5-Year',
+survey='person').get_data(states=['AL'])`` downloads and reads.
 
 The definition is folktables 0.0.12's ``ACSEmployment`` (``folktables/acs.py``): the 16
 :data:`FEATURES`, target ``ESR == 1`` (employed; a missing ESR counts as not employed), group
@@ -16,7 +17,7 @@ rows before splitting; here, as for every dataset, the z-scores use train statis
 The Census Bureau publishes no checksum for the zip, so it is accepted by content
 (:func:`check_acs_content`): ``psam_p01.csv`` present with every column used here, every record a
 person record (RT = P) of Alabama (ST = 1) with a SERIALNO from the 2014-2018 survey years. The
-number of rows is not pinned (spec 000 §4: "compute after download").
+number of rows is not pinned (the paper gives none).
 """
 
 from __future__ import annotations

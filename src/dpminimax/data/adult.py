@@ -1,9 +1,9 @@
 """UCI Adult (Census Income; Becker & Kohavi 1996): the canonical ``adult.data`` + ``adult.test``.
 
 Format (UCI): comma+space separated, no header, missing values as ``?``; ``adult.test`` starts with
-the line ``|1x3 Cross validator`` and its labels end with ``.``. Preprocessing (spec 001 §4 and
-§11 item 12, spec 000 §4): combine both files, drop every row containing ``?`` (45,222 rows),
-label ``income > 50K`` (1) vs ``<= 50K`` (0), sensitive attribute ``sex`` coded Male = 0,
+the line ``|1x3 Cross validator`` and its labels end with ``.``. Preprocessing (as the
+released RaCO-DP and DP-FERMI code): combine both files, drop every row containing ``?`` (45,222
+rows), label ``income > 50K`` (1) vs ``<= 50K`` (0), sensitive attribute ``sex`` coded Male = 0,
 Female = 1 (not a feature); z-score the 6 numeric columns with train statistics; one-hot the 7
 categorical columns: 6 + (7+16+7+14+6+5+41) = 102 features.
 """

@@ -16,10 +16,10 @@ the text files against its own pinned list, so a synthetic stand-in in the canon
 the same md5s when located; a test checks that our reader and torchvision's class return the
 same splits, attributes and pixels.
 
-Task (spec 000 §4 and §12 item 12): label and sensitive attribute are two of the 40 binary
-attributes (torchvision maps -1/1 to 0/1): by default label ``Male`` and sensitive ``Smiling``
-(RaCO-DP's ``celeba.yaml``; registry ``celeba``), or the reverse (registry ``celeba-smiling``).
-Paper 004 (spec 004 sec. 4 and sec. 10 item 12) uses Sagawa et al. (2019)'s task: label
+Task (the paper names only the sensitive attribute): label and sensitive attribute are two of the
+40 binary attributes (torchvision maps -1/1 to 0/1): by default label ``Male`` and sensitive
+``Smiling`` (RaCO-DP's ``celeba.yaml``; registry ``celeba``), or the reverse (registry
+``celeba-smiling``). Paper 004 (Sec. 5.1) uses Sagawa et al. (2019)'s task: label
 ``Blond_Hair``, sensitive (spurious) ``Male``, images center-cropped to 178x178 and then resized
 (registry ``celeba-blond``, 32x32: ``load_celeba(size=..., crop=...)``).
 Official splits: train (162,770) and test (19,962) become the prepared train/test splits; valid

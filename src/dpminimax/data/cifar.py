@@ -12,7 +12,7 @@ ourselves rather than through ``torchvision.datasets.CIFAR10`` because that clas
 batch files against its pinned md5s, so a synthetic stand-in (``dpminimax.data.standin``) could
 never be read by it; a test checks that both readers agree on a canonical-format sample.
 
-CIFAR10-ST (paper 004's text; spec 004 sec. 4 and sec. 10 item 9; the dataset of Qi et al. 2022):
+CIFAR10-ST (paper 004's Sec. 5.1; the dataset of Qi et al. 2022):
 the training split in torchvision's index order (``data_batch_1`` .. ``_5`` concatenated); classes
 0-4 keep only their LAST 100 images, classes 5-9 keep all 5,000, so n = 5 x 100 + 5 x 5,000 =
 25,500 in 10 classes, kept rows in their original order. The test split (10,000, balanced) is
@@ -157,8 +157,8 @@ PREPROCESSING = (
     "(canonical n = 5 x 100 + 5 x 5,000 = 25,500; kept images in index order); test_batch "
     "untouched (10,000); 10 classes; pixels scaled to [0, 1] (float32, n x 3 x 32 x 32), no "
     "mean/std normalisation, no augmentation; no sensitive attribute (one group 'all', s = 0); "
-    "max_rows subsamples each split afterwards (paper 004's text; spec 004 sec. 4 and sec. 10 "
-    "item 9 -- not the SCDRO code's second-half variant; dpminimax.data.cifar)"
+    "max_rows subsamples each split afterwards (paper 004's Sec. 5.1 "
+    "-- not the SCDRO code's second-half variant; dpminimax.data.cifar)"
 )
 
 

@@ -10,7 +10,7 @@ CSV whose sha256 differs is accepted only if its *parsed content* is the pinned 
 sha256 of its 30,000 x 25 integer table (:data:`CONTENT_SHA256`), checked every time it is
 located; the acceptance is recorded in the dataset's meta (``verified_by``), never silent.
 
-Preprocessing (spec 001 §4 and §11 item 12): label ``default payment next month``; sensitive
+Preprocessing (as the released DP-FERMI code): label ``default payment next month``; sensitive
 attribute SEX coded male = 0, female = 1 (not a feature); z-score LIMIT_BAL, AGE, BILL_AMT1-6,
 PAY_AMT1-6 (14) with train statistics; merge EDUCATION {0, 5, 6} -> 4 and MARRIAGE 0 -> 3; one-hot
 EDUCATION (4), MARRIAGE (3), PAY_0, PAY_2..PAY_6 (11+11+11+11+10+10) at their raw levels: 85.

@@ -6,7 +6,7 @@ no download URL: the file is fetched by hand from :data:`PAGE` (the download is 
 unzip this CSV from it). No checksum is published, so the file is accepted by content: the exact
 header and 253,680 data rows (:mod:`dpminimax.data.sources`), checked whenever it is located.
 
-Preprocessing (spec 000 §4 "Heart" row and §12 item 25, from the RaCO-DP code): label
+Preprocessing (from the RaCO-DP code): label
 ``HeartDiseaseorAttack`` (about 9% positive); sensitive attribute ``Sex`` (0 = female, 1 = male,
 BRFSS coding), which stays a feature; all 21 columns other than the label z-scored with train
 statistics; 70/30 train/test split (the registry's ``test_fraction=0.3``).

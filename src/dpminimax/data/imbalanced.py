@@ -1,6 +1,6 @@
 """MNIST-ST and Fashion-MNIST-ST: imbalanced binary tasks built from the canonical IDX files.
 
-Spec 004 sec. 4 (MNIST-ST row) and sec. 10 items 10-11; paper 004 sec. 5.1 "Dataset". Classes 0-4
+Paper 004 sec. 5.1 "Dataset". Classes 0-4
 become label 0 and classes 5-9 label 1 (the positive class). Each split goes through LibAUC's
 ``ImbalancedDataGenerator(imratio, random_seed=0).transform``, reproduced here without touching
 numpy's global state: permute with ``RandomState(0)``; keep every negative and the first
@@ -77,5 +77,5 @@ PREPROCESSING = (
     "positives, permute again); test split at imratio 0.5 (every canonical test image kept, "
     "reordered); pixels scaled to [0, 1] (float32, n x 1 x 28 x 28), no mean/std normalisation; "
     "no sensitive attribute (one group 'all', s = 0); max_rows subsamples each split afterwards "
-    "(spec 004 sec. 4 and sec. 10 items 10-11; dpminimax.data.imbalanced)"
+    "(paper 004 Sec. 5.1; dpminimax.data.imbalanced)"
 )

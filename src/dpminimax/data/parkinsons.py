@@ -3,9 +3,9 @@
 Format (UCI): CSV with the header :data:`COLUMNS`, 5,875 voice recordings of 42 patients. UCI
 publishes no checksum, so the file is accepted by content (exact header, 5,875 data rows; see
 :mod:`dpminimax.data.sources`). The paper's "Parkinsons (Little 2007)" is this telemonitoring data
-(spec 000 §12 item 19).
+(the RaCO-DP paper misnames the dataset).
 
-Preprocessing (spec 001 §4 "Parkinsons" row, spec 000 §4): label ``total_UPDRS`` greater than its
+Preprocessing (as the released code): label ``total_UPDRS`` greater than its
 median over the whole file (27.576 on the canonical file: 2,934 above, 2,941 not); sensitive
 attribute ``sex`` (0 = male, 1 = female; not a feature); the 19 features age, test_time,
 motor_UPDRS and the 16 voice measures, all z-scored with train statistics; ``subject#`` dropped.

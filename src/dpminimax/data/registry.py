@@ -35,7 +35,7 @@ _MNIST_CITATION = ("LeCun, Y., Bottou, L., Bengio, Y. & Haffner, P. (1998). Grad
 _FASHION_CITATION = ("Xiao, H., Rasul, K. & Vollgraf, R. (2017). Fashion-MNIST: a novel image "
                      "dataset for benchmarking machine learning algorithms. arXiv:1708.07747.")
 
-_BLOND_CROP, _BLOND_SIZE = 178, 32  # CelebA Blond_Hair: center crop, then resize (spec 004 10.12)
+_BLOND_CROP, _BLOND_SIZE = 178, 32  # CelebA Blond_Hair: center crop, then resize (our choice)
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
@@ -47,7 +47,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                       ">50K; z-score age, fnlwgt, education-num, capital-gain, capital-loss, "
                       "hours-per-week (train statistics); one-hot workclass, education, "
                       "marital-status, occupation, relationship, race, native-country; sex is "
-                      "not a feature (spec 001 sec. 4, 11.12; spec 000 sec. 4)",
+                      "not a feature (the released code)",
         loader=adult.load_adult, sample_writer=adult.write_adult_sample,
         standin_rows=adult.TRAIN_ROWS,
     ),
@@ -60,7 +60,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         preprocessing="label 'default payment next month'; EDUCATION {0,5,6}->4, MARRIAGE 0->3; "
                       "z-score LIMIT_BAL, AGE, BILL_AMT1-6, PAY_AMT1-6 (train statistics); "
                       "one-hot EDUCATION, MARRIAGE, PAY_0, PAY_2-PAY_6 at their raw levels; SEX "
-                      "and ID are not features (spec 001 sec. 4 and 11.12)",
+                      "and ID are not features (the released code)",
         loader=credit_card.load_credit_card, sample_writer=credit_card.write_credit_sample,
         standin_rows=credit_card.ROWS,
     ),
@@ -81,7 +81,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     *(DatasetSpec(
         name=f"{base}-st", kind="image", files=base_spec_files,
         citation=citation + " Imbalanced binary -ST task as in Zhang et al. (2025c) and LibAUC's "
-                 "ImbalancedDataGenerator (spec 004 sec. 4).",
+                 "ImbalancedDataGenerator.",
         licence=licence, sensitive=None, preprocessing=imbalanced.PREPROCESSING,
         loader=loader, sample_writer=images.write_idx_sample, folder=base,
         standin_rows=images.TRAIN_IMAGES,
@@ -97,7 +97,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                  "Technical report, University of Toronto. " + cifar.PAGE + " CIFAR10-ST as in "
                  "Qi, Q., Lyu, J., Bai, E.-W., Yang, T. et al. (2022). Stochastic constrained DRO "
                  "with a complexity independent of sample size. arXiv:2210.05740 (construction "
-                 "from paper 004's text, spec 004 sec. 4 and sec. 10 item 9).",
+                 "from paper 004's Sec. 5.1).",
         licence="no licence stated; the authors ask users to cite the technical report",
         sensitive=None, preprocessing=cifar.PREPROCESSING,
         loader=cifar.load_cifar10_st, sample_writer=cifar.write_cifar10_sample, folder="cifar10",
@@ -120,7 +120,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         preprocessing="label total_UPDRS > its median over the whole file (27.576 on the "
                       "canonical file); z-score age, test_time, motor_UPDRS and the 16 voice "
                       "measures (19 features, train statistics); subject# and sex are not "
-                      "features (spec 001 sec. 4; spec 000 sec. 4, 12.19)",
+                      "features (the released code)",
         loader=parkinsons.load_parkinsons, sample_writer=parkinsons.write_parkinsons_sample,
     ),
     DatasetSpec(
@@ -129,7 +129,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                  "CDC Behavioral Risk Factor Surveillance System 2015. " + heart.PAGE,
         licence="CC0 1.0", sensitive="Sex (0=female, 1=male; also a feature)",
         preprocessing="label HeartDiseaseorAttack; z-score the other 21 columns, Sex included "
-                      "(train statistics); 70/30 train/test (spec 000 sec. 4, 12.20, 12.25)",
+                      "(train statistics); 70/30 train/test (our split; the paper gives none)",
         loader=heart.load_heart, sample_writer=heart.write_heart_sample, test_fraction=0.3,
     ),
     *(DatasetSpec(
@@ -142,7 +142,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         preprocessing="folktables ACSEmployment: 16 features (AGEP, SCHL, MAR, RELP, DIS, ESP, "
                       "CIT, MIG, MIL, ANC, NATIVITY, DEAR, DEYE, DREM, SEX, RAC1P; missing -> -1), "
                       "label ESR == 1" + note + "; z-score all 16 with train statistics (RaCO-DP "
-                      "fits its StandardScaler on all rows) (spec 000 sec. 4)",
+                      "fits its StandardScaler on all rows)",
         loader=functools.partial(acs_employment.load_acs_employment, age_range=age_range),
         sample_writer=acs_employment.write_acs_sample, folder="acs-employment",
     ) for name, age_range, note in (
@@ -161,7 +161,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                       "education-num, capital-gain, capital-loss, hours-per-week (train "
                       "statistics); one-hot workclass, education, marital-status, occupation, "
                       "relationship, race, native-country (101 features with the UCI Adult "
-                      "levels); gender is not a feature (spec 001 sec. 4, 11.12)",
+                      "levels); gender is not a feature",
         loader=retired_adult.load_retired_adult, sample_writer=retired_adult.write_retired_sample,
     ),
     DatasetSpec(
@@ -175,7 +175,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                       "in meta['malformed_files']); shuffled 3:1 split; images resized to "
                       f"{utkface.IMAGE_SIZE}x{utkface.IMAGE_SIZE}, scaled to [0, 1], then "
                       "normalised per channel with the train split's mean and std (float32, n x 3 "
-                      "x size x size) (spec 001 sec. 4, 11.15)",
+                      "x size x size)",
         loader=utkface.load_utkface, sample_writer=utkface.write_utkface_sample,
     ),
     *(DatasetSpec(
@@ -184,7 +184,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                  "in the wild. ICCV. " + celeba.PAGE,
         licence="CelebA agreement: non-commercial research only",
         sensitive=f"{sensitive} (attribute 0/1)",
-        preprocessing=f"label {label}, sensitive {sensitive} (spec 000 sec. 12.12); official "
+        preprocessing=f"label {label}, sensitive {sensitive} (the released code's); official "
                       "train/test splits (valid in meta['valid']); images resized to 128x128, "
                       "float32 in [0, 1], read lazily by dpminimax.data.celeba.CelebAImages; "
                       "x holds image numbers; max_rows subsamples each split",
@@ -200,10 +200,10 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                  "for group shifts. arXiv:1911.08731 (ICLR 2020).",
         licence="CelebA agreement: non-commercial research only",
         sensitive="Male (attribute 0/1; Sagawa et al.'s spurious attribute)",
-        preprocessing=f"label Blond_Hair, sensitive Male (Sagawa et al. 2019; spec 004 sec. 4 and "
+        preprocessing=f"label Blond_Hair, sensitive Male (Sagawa et al. 2019; paper 004 "
                       "sec. 10 item 12); official train/test splits (valid in meta['valid']); "
                       f"images center-cropped to {_BLOND_CROP}x{_BLOND_CROP} then resized to "
-                      f"{_BLOND_SIZE}x{_BLOND_SIZE} (spec 004 sec. 10.12's lower resolution), "
+                      f"{_BLOND_SIZE}x{_BLOND_SIZE} (our lower resolution), "
                       "float32 in [0, 1], no mean/std normalisation, read lazily by "
                       "dpminimax.data.celeba.CelebAImages; x holds image numbers; max_rows "
                       "subsamples each split",

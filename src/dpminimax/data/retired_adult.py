@@ -9,7 +9,7 @@ The column *names* are those every public loader of the file uses; the header's 
 could not be confirmed verbatim here, so the check accepts the 14 names in any order and the
 loader selects columns by name.
 
-Preprocessing (spec 001 §4 "Retired Adult" row and §11 item 12): drop every row with a missing
+Preprocessing (as the released DP-FERMI code): drop every row with a missing
 value (an empty field or ``?``); label ``income > 50,000`` (1) vs ``<= 50,000`` (0); sensitive
 attribute ``gender`` coded Male = 0, Female = 1 (not a feature); z-score age, education-num,
 capital-gain, capital-loss and hours-per-week with train statistics; one-hot the 7 categorical
@@ -18,7 +18,7 @@ columns of UCI Adult (:data:`dpminimax.data.adult.CATEGORICAL`). With the UCI Ad
 code. The reconstruction's own level lists are not published apart from the file; they are
 assumed to be UCI Adult's ("IPUMS Adult uses the same features as the original UCI Adult
 dataset", folktables datasheet), and the feature count on the real file is checked by the
-real-data test. Spec §4 infers about 45,849 rows after cleaning from the stored results.
+real-data test. The stored DP-FERMI results imply about 45,849 rows after cleaning.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Encode a :class:`TabularTable`: z-score numeric columns, one-hot categorical ones, split.
 
-Following the reference implementations (spec 001 §4, spec 000 §4): numeric columns are
+Following the reference implementations (RaCO-DP and DP-FERMI): numeric columns are
 standardised with the mean and standard deviation (ddof=1, as pandas' ``std``) of the *train*
 split only; categorical columns are one-hot encoded over the levels present in the whole cleaned
 table (so the feature count does not depend on the split or on ``max_rows``); the sensitive

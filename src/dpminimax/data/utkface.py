@@ -7,7 +7,7 @@ gender 0 (male) / 1 (female) and race 0-4 (White, Black, Asian, Indian, Others).
 published, so the archive is accepted by content (:func:`check_utkface_content`): 23,708 regular
 files, all ``*.jpg.chip.jpg`` in a ``UTKFace/`` folder.
 
-Task (spec 001 §4 "UTK-Face" row, §1.7 and §11 item 15, the paper's ``UTKFaceDataset``):
+Task (App. F, the code's ``UTKFaceDataset``):
 
 * label: 9 age bins (0,10], (10,15], (15,20], (20,25], (25,30], (30,40], (40,50], (50,60],
   (60,120] (the code's bins; age 0 goes to the first bin, as the code's default label 0);
@@ -21,11 +21,11 @@ Task (spec 001 §4 "UTK-Face" row, §1.7 and §11 item 15, the paper's ``UTKFace
 * pixels: each image is resized to ``size`` x ``size`` (default 128, the paper's; no crop) and
   scaled to [0, 1] by :func:`dpminimax.data.celeba.image_transform` (torchvision ``Resize`` +
   ``ToTensor``; images are converted to RGB first), then normalised per channel with the mean
-  and (population) standard deviation over all train pixels of that channel (spec §11.15:
-  the paper says "normalized" but its code only scales to [0, 1]). The statistics are in
-  ``meta["normalisation"]``. Like the z-scores of the tabular datasets they are computed from the
-  train split outside the privacy accounting (they do not depend on the sensitive attribute, the
-  quantity DP-FERMI protects, Def. 2.2).
+  and (population) standard deviation over all train pixels of that channel (our choice, the paper
+  only says "normalized": the paper says "normalized" but its code only scales to [0, 1]). The
+  statistics are in ``meta["normalisation"]``. Like the z-scores of the tabular datasets they are
+  computed from the train split outside the privacy accounting (they do not depend on the sensitive
+  attribute, the quantity DP-FERMI protects, Def. 2.2).
 
 A prepared UTK-Face dataset has kind ``"image"``: ``x_*`` is float32 (n, 3, size, size); at 128
 that is 192 KiB per image, 4.4 GiB for the whole archive. Preparing reads only the selected

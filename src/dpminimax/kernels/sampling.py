@@ -191,7 +191,7 @@ def shuffled_batches(
     """One epoch of shuffle-and-partition batches per run: ``ceil(n / batch_size)`` index tensors
     (R, b_t), consecutive slices of one permutation of ``range(n)`` per run, the last one of size
     ``n mod batch_size`` when that is not 0 (a PyTorch ``DataLoader(shuffle=True)`` keeping the
-    last partial batch, as the released DP-FERMI code does; spec 001 §2.5).
+    last partial batch, as the released DP-FERMI code does).
 
     NOT Poisson sampling: every example is used exactly once per epoch, so the accountant's
     amplification by subsampling does not apply to these batches. Run r's permutation comes from

@@ -21,7 +21,7 @@ def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 
 def misclassification_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """1 - accuracy (the x-axis of every DP-FERMI trade-off plot, spec 001 §7)."""
+    """1 - accuracy (the x-axis of every DP-FERMI trade-off plot)."""
     return 1.0 - accuracy(y_true, y_pred)
 
 

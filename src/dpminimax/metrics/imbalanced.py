@@ -1,4 +1,4 @@
-"""Metrics of the imbalanced classification of paper 004 (spec 004 §6, §10.18-19) and their
+"""Metrics of the imbalanced classification of paper 004 (Sec. 5, Table 3) and their
 curves over training (Figs. 1-3).
 
 Binary tasks: accuracy, ROC AUC of the positive-class score, F1 of the positive class at the
@@ -35,7 +35,7 @@ GRAD_CHUNK = 128
 def imbalanced_report(y_true: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     """``test_accuracy``, ``test_auc``, ``test_f1`` of logits (n, K) (K = 1: one binary logit):
     binary AUC of the positive score and F1 of the positive class; for K > 2 the macro
-    one-vs-rest AUC and macro F1 (spec §10.19)."""
+    one-vs-rest AUC and macro F1 (our choice of averaging)."""
     y_true = np.asarray(y_true).astype(int)
     if not np.isfinite(logits).all():  # a diverged run: no metric, not an error
         return {"test_accuracy": float("nan"), "test_auc": float("nan"), "test_f1": float("nan")}
@@ -65,7 +65,7 @@ def dro_gradient_norm(model, params: Mapping[str, torch.Tensor], x: torch.Tensor
                       y: torch.Tensor, lam0: float, rho: float
                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(||grad_x Phi(x)||, lam*, Phi(x))`` (R,) on the rows ``x`` (m, ...), ``y`` (m,): p =
-    softmax(l / lam*), grad = sum_i p_i grad l_i (spec §6 "Gradient norm") and Phi(x) =
+    softmax(l / lam*), grad = sum_i p_i grad l_i (Figs. 1-3's gradient norm) and Phi(x) =
     Psi(x, lam*), the KL-DRO objective Eq. (5)."""
     losses = model.losses(params, x, y)
     lam = best_lambda(losses, lam0, rho).to(losses.dtype)

@@ -67,7 +67,8 @@ def _resnet16_small(input_shape: Sequence[int], num_classes: int) -> nn.Module:
 
 
 def _resnet20(input_shape: Sequence[int], num_classes: int) -> nn.Module:
-    """GroupNorm ResNet20 of the DP-DRO paper (spec 004 §10.13: width 16, 8 groups)."""
+    """GroupNorm ResNet20 of the DP-DRO paper (width 16, 8 groups: our choice, the paper gives
+    none)."""
     return ResNet20(num_classes=num_classes, in_channels=input_shape[0])
 
 
@@ -198,7 +199,7 @@ class BatchedNetwork:
         ``residual_fn`` receives the detached logits (R, B, K) and returns d loss_i / d logits_i
         (R, B, K), as for :meth:`private_step`; one :class:`LayerTape` per run (one forward,
         one backward). For steps that clip a combination of gradients, such as the SPIDER
-        difference ``Clip(grad g(w_t; xi) - grad g(w_{t-1}; xi))`` (spec 004 §4, Alg. 1 l. 13).
+        difference ``Clip(grad g(w_t; xi) - grad g(w_{t-1}; xi))`` (Alg. 3).
         """
         x = as_tensor(x)
         module = self.module.to(x.device).eval()

@@ -25,14 +25,14 @@ Architecture (``width = w``, default 64; ``g`` groups, default 16; ``p`` dropout
 Choices and why:
 
 * Layers [2, 2, 2, 1] of BasicBlocks with channels 64/128/256/512: "ResNet16" is the released
-  code's name for 1 stem conv + 7 blocks x 2 convs + 1 dense = 16 weight layers (spec Sec. 5).
-* ImageNet stem (7x7 stride-2 conv + 3x3 stride-2 max-pool), as in He et al. 2016 and the spec's
-  description of the released code; with 128x128 inputs the feature maps are 32x32 after the
+  code's name for 1 stem conv + 7 blocks x 2 convs + 1 dense = 16 weight layers.
+* ImageNet stem (7x7 stride-2 conv + 3x3 stride-2 max-pool), as in He et al. 2016 and the
+  released code; with 128x128 inputs the feature maps are 32x32 after the
   stem and 4x4 before the global pool.
 * Projection shortcut (1x1 conv + GroupNorm) only on a shape change (He et al. 2016 option B).
 * No bias in any conv: each conv is followed by a GroupNorm whose affine shift makes a conv bias
   redundant, as in He et al. 2016 / torchvision. This is what makes the conv + dense count
-  6,449,346 (the spec's "~6.45M", the paper's "6.4M"); with the GroupNorm affine parameters
+  6,449,346 (the paper's "6.4M"); with the GroupNorm affine parameters
   (7,552) the total is 6,456,898 at the defaults, 0.9% above 6.4M.
 * GroupNorm(g, eps=1e-5) with affine weight 1 / bias 0 at every norm site (stem, both convs of
   every block, every projection shortcut); there is no BatchNorm anywhere.

@@ -1,11 +1,11 @@
-"""ResNet20 with GroupNorm: the model of every DP-DRO experiment (spec 004 §4 "Model", §9, §10.13).
+"""ResNet20 with GroupNorm: the model of every DP-DRO experiment (Sec. 5.1).
 
 References:
     He, Zhang, Ren, Sun 2016, "Deep Residual Learning for Image Recognition" (CVPR), Sec. 4.2:
     the CIFAR ResNet with 6n+2 weight layers (n = 3 gives ResNet20).
     Wu & He 2018, "Group Normalization" (ECCV): the per-example normalisation that replaces
     BatchNorm, whose batch statistics mix examples and so break per-example clipping
-    (spec 004 §10.13: "16/32/64 channels, 8 groups").
+    (16/32/64 channels, 8 groups: our choice).
 
 Architecture (``width = w``, default 16; ``g`` groups, default 8):
 
@@ -20,9 +20,9 @@ Architecture (``width = w``, default 16; ``g`` groups, default 8):
     He et al. 2016 option B), then ReLU.
 
 Choices: no conv biases (each conv feeds a GroupNorm whose shift makes one redundant); 8 groups
-(the spec's, and the largest power of two dividing 16 with 2 channels a group); Kaiming-normal
+(our choice, the largest power of two dividing 16 with 2 channels a group); Kaiming-normal
 convs, GN scale 1 / shift 0. Inputs 32x32 (CIFAR, 3 channels) or 28x28 (MNIST-like, 1 channel;
-feature maps 28/14/7). Parameter count, 3 input channels and 10 classes: 272,474 (spec §4's
+feature maps 28/14/7). Parameter count, 3 input channels and 10 classes: 272,474 (our
 figure for 1x1-conv shortcuts; GN's affine scale/shift count 2 per channel like BN's). The
 DP-DRO experiments' 1 channel / 2 classes gives 271,666 (stem -288, head -520).
 

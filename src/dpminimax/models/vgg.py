@@ -19,9 +19,9 @@ without affine parameters, applied after the ReLU):
     head      flatten 256 x (s/8) x (s/8) -> Linear(256 (s/8)^2, num_classes)
 
 At ``input_size=128`` and 9 classes: 1,022,880 conv + 589,833 head (``Linear(65536, 9)``) =
-1,612,713 parameters (spec Sec. 5). The model returns logits; the paper's softmax is applied by
-the consumer (cross-entropy, or the softmax probabilities F of the FERMI regulariser, spec
-Sec. 1.5). PyTorch's default initialisation (the spec does not pin another).
+1,612,713 parameters. The model returns logits; the paper's softmax is applied by
+the consumer (cross-entropy, or the softmax probabilities F of the FERMI regulariser,
+Thm. 3.2). PyTorch's default initialisation (the paper pins none).
 
 Deviations and choices, with reasons:
 
@@ -36,7 +36,7 @@ Deviations and choices, with reasons:
 * InstanceNorm normalises each example by its own statistics, so one example's output and
   gradient never depend on the rest of the batch: per-example clipping bounds the sensitivity
   (checked against a batch-of-one reference in the tests).
-* The order ReLU -> InstanceNorm follows the spec's wording ("ReLU after each" conv, "+ IN");
+* The order ReLU -> InstanceNorm follows the paper's wording ("ReLU after each" conv, "+ IN");
   the released ``models.py`` is not public in full, so the order is not verified against it.
 * ``input_size`` and ``num_classes`` are arguments (the head size follows); the input must be
   square with a side divisible by 8 (three stride-2 convolutions).

@@ -10,8 +10,8 @@ differ in one example's s_i) if
 under the conditions epsilon <= 2 ln(1/delta) and T >= (n sqrt(epsilon) / (2 m))^2, with L the
 Lipschitz constant of F(x, .), D a bound on |W_rj| and rho a lower bound on every group's share.
 The released code takes the bounds with equality, rho = (smallest group count - 1) / n and
-T = epochs * ceil(n / m) (spec 001 §2.5). These are pure formulas: what they do and do not
-guarantee is for the caller to record (spec §2.3 lists the caveats).
+T = epochs * ceil(n / m) (the released code). These are pure formulas: what they do and do not
+guarantee is for the caller to record (Thm. 3.3's conditions are the caveats).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 
 def code_rho(group_counts: Sequence[int]) -> float:
-    """``(min_r count_r - 1) / n``: the released code's rho (spec §2.5); the ``- 1`` keeps it a
+    """``(min_r count_r - 1) / n``: the released code's rho; the ``- 1`` keeps it a
     lower bound on every group's share in a neighbour that moved one example out of a group."""
     counts = [int(c) for c in group_counts]
     if not counts or min(counts) < 1:
@@ -31,7 +31,7 @@ def code_rho(group_counts: Sequence[int]) -> float:
 
 def code_steps(n: int, batch_size: int, epochs: int) -> int:
     """``epochs * ceil(n / m)``: the step count of shuffled epochs with the last partial batch
-    kept (spec §2.5)."""
+    kept, as in the released code."""
     return int(epochs) * math.ceil(n / batch_size)
 
 

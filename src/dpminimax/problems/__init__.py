@@ -1,4 +1,4 @@
-"""Synthetic problems with exact answers (BYOA spec 003 §5.3): objectives over named variable
+"""Synthetic problems with exact answers (our BYOA testbeds): objectives over named variable
 blocks that the problem-generic methods (:mod:`dpminimax.algorithms.sgda`) optimize and the
 synthetic-optimization task (:mod:`dpminimax.tasks.optimization`) measures exactly."""
 
@@ -31,7 +31,7 @@ PROBLEMS: dict[str, type[Problem]] = {
     "g4_csc_game": CscGame,
 }
 
-#: Bilevel problems (DP bilevel, spec 002 §6.2): P-A, P-B (group-ridge multi-hyperparameter
+#: Bilevel problems (our DP bilevel testbeds): P-A, P-B (group-ridge multi-hyperparameter
 #: tuning), P-C (Section 7's ridge and logistic tuning) and P-D (Example 3.1).
 BILEVEL_PROBLEMS: dict[str, type[BilevelProblem]] = {
     "pa_linear_response": LinearResponseBilevel,

@@ -3,7 +3,7 @@
 A :class:`Problem` is data, not a program: its variable blocks (x, y, ...) with their feasible
 balls, which blocks are minimized and which maximized, its a-priori constants (never computed
 from a sample), a sampler of examples, per-example losses and gradients for R runs at once, and
-the exact answers an optimization study measures against (BYOA spec 003 §5.3, §5.5): the
+the exact answers an optimization study measures against (BYOA's excess risk and strong gap): the
 population and empirical solutions, the excess risk of a minimization problem and the strong
 gap of a min-max problem. Shapes: block values are (R, dim) (the run axis); examples are a dict
 of tensors (R, B, ...) per run, or (n, ...) for one sample; everything is in ``dtype``
@@ -62,7 +62,7 @@ class Box(Block):
 
 @dataclass(frozen=True)
 class Constants:
-    """A-priori constants of a problem over its feasible set (spec 003 §1): ``lipschitz`` L
+    """A-priori constants of a problem over its feasible set (BYOA Sec. 2): ``lipschitz`` L
     bounds every per-example gradient norm (all blocks together), ``smoothness`` l, the strong
     convexity (concavity) ``strong_convexity`` mu of each block (0: merely convex), and
     ``diameter`` D bounds the norm of every feasible point (inf: unbounded)."""

@@ -1,4 +1,4 @@
-"""Bilevel problems (DP bilevel, spec 002 §1.1): min_{x in X} F(x) = f(x, y*(x)) with
+"""Bilevel problems (DP bilevel, Eq. (BO)): min_{x in X} F(x) = f(x, y*(x)) with
 y*(x) = argmin_y g(x, y), over an upper block x (the feasible ball X) and a lower block y (the
 compact ball Y of Assumption 2.6, which holds y*(x) and y^lambda(x) for every x in X).
 
@@ -51,7 +51,7 @@ class BilevelConstants:
 
     @property
     def ell(self) -> float:
-        """ell = max{L0f, L1f, L0g, L1g, L2g} (spec §1.4)."""
+        """ell = max{L0f, L1f, L0g, L1g, L2g} (Assumptions 2.5-2.6)."""
         return max(self.l0f, self.l1f, self.l0g, self.l1g, self.l2g)
 
     @property
@@ -69,7 +69,7 @@ class BilevelConstants:
     def aid_bound(self) -> float:
         """C_AID = L0f + 2 L1g L0f / mu_g + (L1g / mu_g)^2 L0f: n / 2 times the replace-one
         change of Eq. (1)'s expression at a fixed y in Y (each factor of grad_x f -
-        grad^2_xy g [grad^2_yy g]^-1 grad_y f moved by one example in turn; spec §6.2's
+        grad^2_xy g [grad^2_yy g]^-1 grad_y f moved by one example in turn;
         DP-AID sensitivity)."""
         ratio = self.l1g / self.mu_g
         return self.l0f * (1.0 + 2.0 * ratio + ratio * ratio)
@@ -85,7 +85,7 @@ class BilevelConstants:
 @dataclass(frozen=True)
 class FixedSample:
     """One sample every run of a program trains on (the attack's neighbouring datasets S+ and
-    S-, spec §3.2), in place of each run drawing its own."""
+    S-, our attack design), in place of each run drawing its own."""
 
     examples: Examples
 
@@ -98,7 +98,7 @@ class BilevelProblem(ABC):
     """A bilevel ERM (BO/ERM) over blocks ``x`` and ``y`` (see the module docstring)."""
 
     #: A per-example bound on the data-dependent part of grad_x f, what a naive outer step
-    #: calibrates its noise to (spec §3.2 M2); 0 where grad_x f reads no data (P-A, P-D).
+    #: calibrates its noise to (mechanism M2); 0 where grad_x f reads no data (P-A, P-D).
     upper_data_bound: float = 0.0
     #: Whether Alg. 1 line 4's outer vector reads no data (:meth:`public_outer`; Section 7).
     outer_is_public: bool = False
@@ -187,7 +187,8 @@ class BilevelProblem(ABC):
     def public_outer(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor,
                      lam: torch.Tensor) -> torch.Tensor:
         """Alg. 1 line 4's mean outer vector where it reads no data (``outer_is_public``; no
-        example argument: a function of the released inner solutions alone, spec §4.3, A14)."""
+        example argument: a function of the released inner solutions alone, our correction of Sec.
+        7's rule)."""
         raise NotImplementedError(f"{type(self).__name__}: its outer vector reads the data")
 
     def population_statistics(self) -> Stats | None:

@@ -1,4 +1,4 @@
-"""G1, G2 and G4 (spec 003 §5.3): min-max games with random rank-one coupling, for Algs. 3-5
+"""G1, G2 and G4 (our BYOA testbeds): min-max games with random rank-one coupling, for Algs. 3-5
 and the C-SC variant (Cor. 4.9).
 
 Examples: a = r u, c = r Q u (u uniform on the sphere, Q a fixed orthogonal matrix), so
@@ -217,8 +217,8 @@ class BilinearGame(RankOneGame):
 
     def weak_gap(self, points: Point, examples: Examples | None = None) -> torch.Tensor:
         """max_y (1/S) sum_s F(x~_s, y) - min_x (1/S) sum_s F(x, y~_s) (a scalar) over the S
-        rows of ``points`` (seeds; spec 003 §5.5): F is affine in each block, so this is the
-        strong gap of the mean point, where zero-mean noise cancels (spec §7 row 10)."""
+        rows of ``points`` (seeds): F is affine in each block, so this is the
+        strong gap of the mean point, where zero-mean noise cancels."""
         means = {name: value.mean(0, keepdim=True) for name, value in points.items()}
         return self.strong_gap(means, examples)[0]
 

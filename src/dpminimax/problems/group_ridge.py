@@ -1,4 +1,4 @@
-"""P-B, group-ridge multi-hyperparameter tuning (spec 002 §6.2 P-B, E8): Section 7 generalized
+"""P-B, group-ridge multi-hyperparameter tuning (our testbed P-B, E8): Section 7 generalized
 to one regularization weight per group of coordinates, on the ridge machinery P-C shares
 (:class:`~dpminimax.problems.ridge_tuning.RidgeTuningBase`: the sample, the split of A16, the
 closed forms, Eq. (1) and the constants; with one group, every one of them is P-C's, bit for
@@ -32,7 +32,7 @@ SHARED_GRID = 100
 
 class GroupRidgeTuning(RidgeTuningBase):
     """P-B (module docstring); ``d_x`` is the group count K (``d_y`` a multiple of it). The
-    label noise is the spec's 0.1; ``signal`` = ||theta_star|| = 2 makes the signal groups
+    label noise is our 0.1; ``signal`` = ||theta_star|| = 2 makes the signal groups
     strong (a^T theta_star has standard deviation about 2 / sqrt(d_theta) = 0.25 at
     d_theta = 64, so the clip at +-1 is a 4-sigma event) and their best omega omega_min; the
     omega interval is P-C's, so the constants are P-C's too."""
@@ -98,7 +98,7 @@ class GroupRidgeTuning(RidgeTuningBase):
 
     def tuning_metrics(self, x: torch.Tensor, stats: Stats) -> dict[str, torch.Tensor]:
         """Scalars (R,) of a tuned omega vector: the test loss of the exact ridge fit at
-        omega_out (spec §6.2 metric 4, as a diagnostic), at the sample's best omega in the box
+        omega_out (a diagnostic), at the sample's best omega in the box
         (:meth:`best_omega`; ``test_loss_best``) and their difference (``excess_test_loss``);
         F_S(omega_out) - F_S(best) (metric 2, ``excess_hyperobjective``); the test loss at the
         best shared omega (one omega for all groups, P-C's tuning: ``test_loss_shared``, and

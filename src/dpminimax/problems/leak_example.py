@@ -1,4 +1,4 @@
-"""P-D, Example 3.1 of the DP bilevel paper (spec 002 §3.1) with the fix of A17: g is the mean
+"""P-D, Example 3.1 of the DP bilevel paper with our fix: g is the mean
 (not the sum), ||xi|| <= 1, X = B(0, 2).
 
     f(x, y) = ||x + y||^2 / 2 (no data),   g(x, y; xi) = ||y - xi||^2 / 2,   x, y in R^d,

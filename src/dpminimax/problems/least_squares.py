@@ -1,4 +1,4 @@
-"""P1 (spec 003 §5.3): strongly convex least squares on a ball, for Alg. 1.
+"""P1 (our testbed): strongly convex least squares on a ball, for Alg. 1.
 
 a = r_a u with u uniform on the sphere S^{d-1}, b = <a, w*> + eta with eta ~ U[-s, s],
 f(x; a, b) = (<a, x> - b)^2 / 2 + lam ||x||^2 / 2 on X = {||x|| <= R}. Population:

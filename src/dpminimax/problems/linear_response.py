@@ -1,4 +1,4 @@
-"""P-A, the linear-response bilevel problem (spec 002 §6.2), the rate testbed with d_x and d_y
+"""P-A, the linear-response bilevel problem (our testbed), the rate testbed with d_x and d_y
 decoupled.
 
 xi = (s, u, v): s uniform in [0, 1]^{d_y}; u, v = u0, v0 (norm 0.5) plus N(0, 0.25 I / d_y),
@@ -11,7 +11,7 @@ y^lambda(x) = (v_bar + lambda y*(x)) / (1 + lambda), grad F_S(x) = rho grad Psi(
 A_bar^T (y*(x) - v_bar); O(d_x d_y) per evaluation.
 
 At x = 0, Psi's gradient vanishes and grad F(0) = A_bar^T (u_bar - v_bar) ~ (a / 2) M0^T
-(u0 - v0), of norm about (a / 2) ||u0 - v0|| sqrt(d_x / d_y) for the spec's random (u0, v0):
+(u0 - v0), of norm about (a / 2) ||u0 - v0|| sqrt(d_x / d_y) for our random (u0, v0):
 the start gradient changes with the dimensions. ``start_gradient`` g > 0 (the dimension
 sweeps) holds it fixed instead: u0, v0 = (+-c w + sqrt(1 - c^2) f) / 2 with w = M0 e / ||M0 e||
 (e a random unit vector of R^{d_x}), f a random unit vector orthogonal to M0's range (0 where

@@ -1,4 +1,4 @@
-"""P2 (spec 003 §5.3): well-specified logistic regression on a finite support, for Alg. 2; with
+"""P2 (our testbed): well-specified logistic regression on a finite support, for Alg. 2; with
 a ridge term on a ball (P2-SC), for Alg. 1.
 
 m atoms a_j = r_a u_j (u_j uniform on the sphere, m >= d, so they span R^d almost surely),

@@ -1,4 +1,4 @@
-"""P-C with an l2-logistic lower level (spec 002 §6.2 P-C, "l2-logistic regression:
+"""P-C with an l2-logistic lower level (our testbed P-C, "l2-logistic regression:
 iterative"; E7): Section 7's scalar tuning of omega on
 :class:`~dpminimax.problems.regularization_tuning.RegularizationTuning`.
 

@@ -1,4 +1,4 @@
-"""Exact solvers for the problems without closed forms (P3, G3; spec 003 §5.3: "Newton to
+"""Exact solvers for the problems without closed forms (P3, G3: "Newton to
 1e-12"): damped Newton for a generalized linear objective, sum_i w_i rho(<a_i, x> - b_i) +
 <l, x> + m / 2 ||x - c||^2 with a smooth convex link rho, and the solution on a ball through
 the ball's multiplier nu (the unconstrained solution of the objective plus nu / 2 ||x||^2 whose

@@ -1,4 +1,4 @@
-"""Section 7's regularization tuning (spec 002 §4, §6.2) for a generalized linear lower level:
+"""Section 7's regularization tuning (Eq. (4)) for a generalized linear lower level:
 what P-B, P-C ridge and P-C logistic share, with the fixes of A15 (R = ||theta||^2 / 2, omega in
 [omega_min, omega_max]) and A16 (a fixed split, neighbours replace a point within its split,
 per-example terms scaled by the split).
@@ -181,7 +181,7 @@ class RegularizationTuning(BilevelProblem):
     def public_outer(self, x: torch.Tensor, y: torch.Tensor, y_lambda: torch.Tensor,
                      lam: torch.Tensor) -> torch.Tensor:
         """Alg. 1 line 4's vector, which reads no data here: grad_x f = 0 and grad_x g =
-        (R_k(y))_k, so it is lambda (R_k(y~l) - R_k(y~))_k (spec §4.3, A14:
+        (R_k(y))_k, so it is lambda (R_k(y~l) - R_k(y~))_k (our correction of Sec. 7's rule:
         post-processing)."""
         return lam.unsqueeze(-1) * 0.5 * (self._group_squares(y_lambda)
                                           - self._group_squares(y))
@@ -228,7 +228,7 @@ class RegularizationTuning(BilevelProblem):
 
     def tuning_metrics(self, x: torch.Tensor, stats: Stats) -> dict[str, torch.Tensor]:
         """Section 7's scalar tuning: the tuned omega, the test loss of the exact fit at it
-        (the deployed model of spec §6.2 metric 4, as a diagnostic), of the fit at the
+        (the deployed model, a diagnostic), of the fit at the
         sample's best omega in the interval (a log grid of :attr:`optimum_grid` points;
         ``test_loss_best``) and the difference (``excess_test_loss``)."""
         best = self.best_shared(stats)

@@ -1,4 +1,4 @@
-"""Section 7's regularization tuning with a ridge lower level (spec 002 §4, §6.2): the ridge
+"""Section 7's regularization tuning with a ridge lower level (Eq. (4)): the ridge
 machinery (:class:`RidgeTuningBase`) on :class:`~dpminimax.problems.regularization_tuning.
 RegularizationTuning`, P-C's scalar tuning (:class:`RidgeTuning`) and, in
 :mod:`dpminimax.problems.group_ridge`, P-B's group ridge.

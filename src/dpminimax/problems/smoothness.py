@@ -1,4 +1,4 @@
-"""P3 (spec 003 §5.3): regression with tunable smoothness, for Alg. 2's gradient complexity and
+"""P3 (our testbed): regression with tunable smoothness, for Alg. 2's gradient complexity and
 H5 (experiment E3).
 
 m atoms a_j = r_a u_j (u_j uniform on the sphere, m >= d, so they span R^d almost surely) drawn

@@ -1,5 +1,5 @@
-"""G3 (spec 003 §5.3): a non-affine convex-concave game, for Algs. 4 o 5 and the weak gap
-(experiment E5; spec §7 row 10: on affine games the weak gap shows no privacy cost).
+"""G3 (our testbed): a non-affine convex-concave game, for Algs. 4 o 5 and the weak gap
+(experiment E5: on affine games the weak gap shows no privacy cost).
 
 f(x, y; xi) = softplus(<a, x> - b) + <u, x><v, y> - softplus(<c, y> - e) on the balls of radius
 D, xi uniform on M atoms (finite support). The spec leaves the atoms open; here a, c have norm s
@@ -66,7 +66,7 @@ class Support:
 
 class SoftplusGame(ExactGame):
     """G3; the instance (atoms, Q, centers) is fixed by ``seed``. The population saddle point is
-    checked to lie within half the radius (spec §7 row 5)."""
+    checked to lie within half the radius (so the solution is interior)."""
 
     def __init__(self, d: int = 10, atoms: int | None = None, s: float = 1.0, r: float = 1.0,
                  center_norm: float = 1.0, radius: float = 4.0, seed: int = 0,
@@ -152,7 +152,7 @@ class SoftplusGame(ExactGame):
 
     def weak_gap(self, points: Point, examples: Examples | None = None) -> torch.Tensor:
         """max_y (1/S) sum_s F(x~_s, y) - min_x (1/S) sum_s F(x, y~_s) (a scalar) over the S
-        rows of ``points`` (seeds; spec §5.5): F is affine in the coupling, so the best
+        rows of ``points`` (seeds): F is affine in the coupling, so the best
         responses are those to the mean points."""
         support = self.statistics(examples)
         means = {name: value.mean(0, keepdim=True) for name, value in points.items()}

@@ -1,4 +1,4 @@
-"""The accuracy-condition audit of BYOA (spec 003 §6 E9): how often a base solver stopped by
+"""The accuracy-condition audit of BYOA (our experiment E9): how often a base solver stopped by
 Markov's inequality on its a-priori rate (no certificate) returned a point that misses the
 accuracy condition of Algs. 1-5, beside the failure probability the paper's proofs allow it
 (delta / 4 on a minimization problem, delta / 8 on a game, per call).

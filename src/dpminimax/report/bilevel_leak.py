@@ -1,4 +1,4 @@
-"""The DP bilevel paper's Section 3 leak as a figure and claim values (spec 002 §3.2), from the
+"""The DP bilevel paper's Section 3 leak as a figure and claim values (Example 3.1), from the
 table of :func:`dpminimax.attacks.bilevel_leak.leak_study`: per (d, n) setting, the attack's AUC
 per mechanism (M0-M2: exact or naively noised, M3: Algorithm 1 at each epsilon, M3-control: its
 un-noised positive control), on x_out and, for M3 and the control, on the inner releases, and

@@ -1,7 +1,7 @@
 """The "paper says / we measure" table: every claim of a paper beside our number and a verdict.
 
-Input: the claims of ``papers/<paper>/claims.yaml`` (:func:`.reference.load_claims`; RaCO-DP
-spec 000 §8, DP-FERMI spec 001 §8.2) and the long runs table (:mod:`.aggregate`). Output: one
+Input: the claims of ``papers/<paper>/claims.yaml`` (:func:`.reference.load_claims`;
+the papers' figures and text) and the long runs table (:mod:`.aggregate`). Output: one
 row per claim with the paper's value, ours and its 95% interval, the comparison, the tolerance,
 the accepted range, the trivial baseline's value and a verdict: ``reproduced``, ``not
 reproduced``, ``inconclusive``, ``uninformative``, ``holds`` / ``fails`` (consistency),

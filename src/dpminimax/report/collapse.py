@@ -1,4 +1,4 @@
-"""The collapse plot of DP bilevel's rate study (spec 002 §6.2 plot 4): every private
+"""The collapse plot of DP bilevel's rate study (our plot): every private
 configuration's measured ||G_{F_S,eta}(x_out)|| (mean over seeds, 95% interval) against a
 prediction, log-log, with each method's least-squares slope (95% bootstrap interval, seeds
 resampled within every configuration) and a dotted slope-1 line: the prediction is tight where

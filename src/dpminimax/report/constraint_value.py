@@ -5,8 +5,8 @@ RaCO-DP and non-private SGDA record ``{split}_max_constraint_violation = max_j (
 for the train and test splits (:meth:`dpminimax.algorithms.racodp.RacoDp.extra_metrics`). Every
 constraint of a run has the same target ``p_gamma`` (one gamma per constraint config entry), so
 the achieved value is that violation plus gamma. For the positive-class false-negative-rate
-constraint (J = 1, spec 000 §12 item 16) it is the split's FNR, ``Pr[y_hat = 0 | y = 1]``
-(1 - recall), the quantity of RaCO-DP Figs. 5 and 8a.
+constraint (J = 1: FNR only; Table 1's "for all k" would add FPR) it is the split's FNR, ``Pr[y_hat
+= 0 | y = 1]`` (1 - recall), the quantity of RaCO-DP Figs. 5 and 8a.
 """
 
 from __future__ import annotations

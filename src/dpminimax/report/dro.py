@@ -1,4 +1,4 @@
-"""Paper 004 (DP distributionally robust optimisation, spec 004 §6-7): Figs. 1-3 and Tables 2-3.
+"""Paper 004 (DP distributionally robust optimisation): Figs. 1-3 and Tables 2-3.
 
 Figures: one panel per dataset (the paper's order), a metric of the training curves (the runs'
 ``curve`` column) against the step, one line per method at ε = 1 (or the panel's smallest ε)

@@ -1,8 +1,8 @@
-"""DP-FERMI's headline "performance gain" (paper §4; spec 001 §8.2 and §11 item 17).
+"""DP-FERMI's headline "performance gain" (paper Sec. 4).
 
 The paper reports that DP-FERMI's fairness violation is "79.648% better than Tran et al. (2021b)
 on average, and 65.89% better on median" (demographic parity; 96.65% / 90.02% for equalized
-odds) "for fixed accuracy level", without a formula. Spec 001 reconstructs it: per (dataset,
+odds) "for fixed accuracy level", without a formula. We reconstruct it: per (dataset,
 epsilon), with Tran et al. 2021b's single point (error e_T, violation v_T) and DP-FERMI's curve over
 lambda, interpolate DP-FERMI's violation linearly in the error at e_T (v_F) and take
 
@@ -10,7 +10,7 @@ lambda, interpolate DP-FERMI's violation linearly in the error at e_T (v_F) and 
 
 skipping panels where e_T lies outside DP-FERMI's error range (no extrapolation). On the paper's
 own plotted numbers this gives the reported median exactly (65.89%) and the mean within 0.32 pp
-(79.33%); the equalized-odds figures are not reproduced by it (spec §8.2).
+(79.33%); the equalized-odds figures are not reproduced by it.
 
 On our runs the curve is DP-FERMI's seed means per lambda and the point Tran et al. 2021b's seed
 mean; the 95% interval of each summary (mean, median, smallest gain over the panels) is a

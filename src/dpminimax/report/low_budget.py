@@ -8,7 +8,7 @@ hollow where a run is not better than the majority class (``below_majority``). T
 noiseless clipped control (``<method>_noise_off``, issue #38), where run, is drawn dashed in its
 epsilon's colour with square markers: the same plan without its noise.
 
-Under sound accounting a tiny budget buys very few steps (spec 000 §12 item 23: about five at
+Under sound accounting a tiny budget buys very few steps (about five at
 epsilon = 0.01 on Adult), so each series' label states the step count T its runs were given
 (``p_steps``, the largest T within the budget): a point at epsilon = 0.01 is a model trained for
 those T steps, not a converged one.

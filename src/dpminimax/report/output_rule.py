@@ -1,4 +1,4 @@
-"""DP bilevel's output-rule ablation (spec 002 §6.2, E9): Alg. 1's output x_{t_out}
+"""DP bilevel's output-rule ablation (our experiment E9): Alg. 1's output x_{t_out}
 (t_out = argmin_t ||x_{t+1} - x_t||, lines 7-8) against the last iterate and a uniformly random
 iterate, by their ||G_{F_S,eta}||: mean and 95% interval over seeds per grid point."""
 

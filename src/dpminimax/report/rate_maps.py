@@ -1,4 +1,4 @@
-"""BYOA rate-study figures over the whole grid (spec 003 §5.7 items 5 and 7).
+"""BYOA rate-study figures over the whole grid.
 
 Item 7, the measured/bound heat-map: one panel per (problem, method [variant]), the seed mean of
 ``<metric>_over_bound`` (the run's value over the paper's printed bound on its expectation) in
@@ -60,7 +60,7 @@ NO_SOLVER = "none"
 def plot_ratio_heatmap(table: pd.DataFrame, metric: str, *,
                        out_paths: Sequence[str | os.PathLike]) -> Figure:
     """Heat-maps of ``<metric>_over_bound`` over (n, epsilon), violations boxed (module
-    docstring; spec 003 §5.7 item 7)."""
+    docstring)."""
     ratio = f"{metric}_over_bound"
     cells = _ratio_cells(table, ratio)
     panels = cells[["dataset", "method"]].drop_duplicates().sort_values(["dataset", "method"])
@@ -88,7 +88,7 @@ def plot_ratio_heatmap(table: pd.DataFrame, metric: str, *,
 def plot_utility_vs_cost(table: pd.DataFrame, metric: str, *, ylabel: str,
                          out_paths: Sequence[str | os.PathLike]) -> Figure:
     """``metric`` against the gradient evaluations per sample, one panel per (problem, n,
-    epsilon), with the Pareto front (module docstring; spec 003 §5.7 item 5)."""
+    epsilon), with the Pareto front (module docstring)."""
     points = _cost_points(table, metric)
     panels = points[["dataset", "p_n", "epsilon"]].drop_duplicates().sort_values(
         ["dataset", "p_n", "epsilon"])

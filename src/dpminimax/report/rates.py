@@ -1,4 +1,4 @@
-"""Rate studies on synthetic problems with exact answers (BYOA spec 003 §5.7): an error metric
+"""Rate studies on synthetic problems with exact answers (BYOA, DP bilevel): an error metric
 against the sample size n (item 1), against epsilon or against the dimension d (item 2, one
 panel per n), and the fitted log-log slopes (in n, or in d at every n).
 
@@ -43,8 +43,8 @@ from dpminimax.report.trivial import (
 
 SERIES = ("dataset", "method", "epsilon")
 #: Parameters that make separate series where a job sweeps them (the noise calibration, the
-#: base solver, P3's tau, Alg. 2's ablations of spec 003 §6 E10, DP bilevel's dimensions
-#: (d_x, d_y) of E3', spec 002 §7) unless they are the figure's x axis; every other parameter
+#: base solver, P3's tau, Alg. 2's ablations (E10), DP bilevel's dimensions
+#: (d_x, d_y) of E3') unless they are the figure's x axis; every other parameter
 #: is fixed or planned from n.
 VARIANTS = ("p_sigma", "p_solver", "p_tau", "p_schedule", "p_project", "p_rounding", "p_d_x",
             "p_d_y")
@@ -63,7 +63,7 @@ class RateAxis:
 
 #: The x axes of a rate figure by column: n (§5.7 item 1), epsilon and d (item 2; ``d`` is
 #: the column ``d`` or the job parameter ``p_d``, one panel per n); DP bilevel's d_x and d_y
-#: (spec 002 §6.2 plot 3; the job parameters ``p_d_x``, ``p_d_y``, one panel per n) and
+#: (the job parameters ``p_d_x``, ``p_d_y``, one panel per n) and
 #: Alg. 3's outer and Alg. 4's inner batch sizes (plot 7, ``p_batch_out``, ``p_batch_in``)
 #: and the penalty lambda (plot 6, E9).
 AXES = {"p_n": RateAxis("Sample size n", 2, "epsilon"),
@@ -139,7 +139,7 @@ def slopes_table(table: pd.DataFrame, metric: str, seed: int = 0,
     """Fitted and printed-bound log-log slopes of ``metric`` in n (``against="p_n"``) per
     (problem, method, epsilon), or in d (``against="d"``) per (problem, method, epsilon, n),
     and a column ``predicted_slope_<name>`` per entry of ``predicted`` (name -> slope) on
-    the private rows (module docstring; spec 003 §5.7 items 2-3)."""
+    the private rows (module docstring)."""
     table = with_column(with_variants(table, against), against)
     _require(table, metric, against)
     keys = [*SERIES, *AXES[against].panel]

@@ -3,7 +3,8 @@
 * :func:`load_reported` reads the baselines a paper plots but did not run itself, e.g.
   ``papers/racodp/reference/reported_baselines.csv``: the DP-FERMI repository's (Gupta 2023)
   DP-FERMI, Tran et al. 2021a/b and Jagielski et al. 2019 points that RaCO-DP plots in Fig. 4
-  (demographic parity) and Fig. 6 (equalized odds); spec 000_racodp.md Appendix B.
+  (demographic parity) and Fig. 6 (equalized odds), decoded from the DP-FERMI repository's result
+  files.
 * :func:`load_claims` reads ``papers/<paper>/claims.yaml``: every number a paper states that a
   reproduction can be held to (RaCO-DP: Figs. 2a, 5b, 8a, 9 and Table 2), with its tolerance, the
   verbatim quote and the metric we measure it with.

@@ -81,9 +81,9 @@ def _cost(metric: str, ylabel: str) -> Drawer:
                                                    out_paths=list(req.out_paths))
 
 
-#: BYOA's rates in d (spec 003 §5.7 item 2): error ~ d in the SC case, ~ sqrt(d) convex.
+#: BYOA's rates in d: error ~ d in the SC case, ~ sqrt(d) convex.
 DIMENSION_RATE = {"SC": 1.0, "convex": 1 / 2}
-#: DP bilevel Thm. 4.1's rate (spec 002 §5.2): its two terms' slopes in n and in epsilon.
+#: DP bilevel Thm. 4.1's rate: its two terms' slopes in n and in epsilon.
 BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
 #: ... and Thm. 6.1's population term (d_x / n)^(1/2).
 BILEVEL_POPULATION_RATE = {"population_term": -1 / 2, "lower_term": -1 / 3}
@@ -135,7 +135,7 @@ FIGURES: dict[str, Drawer] = {
         table, violation="dp_violation", out_paths=list(req.out_paths)),
     "low_budget_dp": lambda table, req: plot_low_budget(             # RaCO-DP Fig. 9
         table, violation="dp_violation", out_paths=list(req.out_paths)),
-    # BYOA rate studies (spec 003 §5.7): error vs n, printed bound dashed
+    # BYOA rate studies: error vs n, printed bound dashed
     "population_risk_vs_n": _rate("excess_population_risk", "Excess population risk"),
     "empirical_risk_vs_n": _rate("excess_empirical_risk", "Excess empirical risk"),
     "population_gap_vs_n": _rate("population_strong_gap", "Population strong gap"),
@@ -150,7 +150,7 @@ FIGURES: dict[str, Drawer] = {
                                               "Population primal gap", against="epsilon"),
     "gradient_evaluations_vs_n": _rate("gradient_evaluations_per_sample",
                                        "Gradient evaluations per sample"),
-    # spec 003 §5.7 items 2, 5, 7: error vs d, utility vs cost, measured / bound maps
+    # BYOA: error vs d, utility vs cost, measured / bound maps
     "population_risk_vs_d": _rate("excess_population_risk", "Excess population risk",
                                   against="d", reference=DIMENSION_RATE),
     "population_gap_vs_d": _rate("population_strong_gap", "Population strong gap",
@@ -162,7 +162,7 @@ FIGURES: dict[str, Drawer] = {
     "ratio_heatmap_population_risk": _ratio_map("excess_population_risk"),
     "ratio_heatmap_population_gap": _ratio_map("population_strong_gap"),
     "ratio_heatmap_population_primal_gap": _ratio_map("population_primal_gap"),
-    # DP bilevel rate studies (spec 002 §6.2 plots 1, 2, 3, 5): the predicted slopes dotted
+    # DP bilevel rate studies: the predicted slopes dotted
     "gradient_mapping_vs_n": _rate("gradient_mapping_norm", STATIONARITY,
                                    reference=BILEVEL_RATE),
     "gradient_mapping_vs_epsilon": _rate("gradient_mapping_norm", STATIONARITY,
@@ -191,7 +191,7 @@ FIGURES: dict[str, Drawer] = {
         against="alpha_pred"),
     "pilot_multipliers": lambda table, req: plot_pilot(    # DP bilevel §5.2's pilot
         table, out_paths=list(req.out_paths)),
-    # DP bilevel Section 7 (spec 002 §6.2 plot 9, E6): one panel per n
+    # DP bilevel Section 7 (E6): one panel per n
     "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
                                            "Excess test loss of the fit at ω_out"),
     "tuning_released_test_loss_vs_epsilon": _tuning("excess_test_loss_released",
@@ -199,7 +199,7 @@ FIGURES: dict[str, Drawer] = {
     "tuning_omega_vs_epsilon": _tuning("omega_out", "Tuned ω_out"),
     "tuning_log_omega_gap_vs_epsilon": _tuning(                            # DP bilevel E8
         "log_omega_gap", "RMS |log10 ω_out,k − log10 ω_best,k|"),
-    # DP-DRO (spec 004 §7): Figs. 1-3, curves over training at ε = 1, SCDRO dashed
+    # DP-DRO: Figs. 1-3, curves over training at ε = 1, SCDRO dashed
     "dro_gradient_norm_curves": lambda table, req: draw_curves(            # DP-DRO Fig. 1
         table, "dro_gradient_norm_curves", list(req.out_paths)),
     "dro_auc_curves": lambda table, req: draw_curves(                      # DP-DRO Fig. 2
@@ -247,8 +247,8 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_gradient_mapping_vs_alpha_pred": lambda table: collapse_table(  # DP bilevel §5.2
         table, "gradient_mapping_norm"),
     "pilot_multipliers": pilot_table,        # DP bilevel §5.2's schedule pilot (A2, A22)
-    "table3_accuracy": table3_accuracy,      # DP-DRO (spec 004) Table 3
-    "table2_mia": table2_mia,                # DP-DRO (spec 004) Table 2
+    "table3_accuracy": table3_accuracy,      # DP-DRO Table 3
+    "table2_mia": table2_mia,                # DP-DRO Table 2
 }
 
 

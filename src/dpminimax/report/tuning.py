@@ -1,4 +1,4 @@
-"""Section 7's tuning study (DP bilevel, spec 002 §6.2 plot 9, E6; its multi-hyperparameter
+"""Section 7's tuning study (DP bilevel, E6; its multi-hyperparameter
 version on P-B, E8): the tuned omega and the test loss it gives, against epsilon, one panel per
 sample size n (and per hyperparameter count K = d_x where the runs have several), each method a
 line (mean over seeds, 95% band) and the non-private references (NP-AID, NP-Pen, the printed

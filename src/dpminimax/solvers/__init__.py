@@ -1,4 +1,4 @@
-"""The non-private base solvers of BYOA (paper 003, "bring your own algorithm"; spec §2.8-2.9):
+"""The non-private base solvers of BYOA (paper 003, "bring your own algorithm"; Sec. 5):
 each solves a run's strongly convex (SC-SC) finite-sum subproblem, counts its per-sample
 gradient evaluations and returns only a point whose distance to the exact subproblem solution
 is certified to meet the caller's :class:`Target` (the accuracy conditions of Algs. 1-5 then
@@ -52,7 +52,7 @@ class Solver:
     (R, dim)); ``saddle``: whether it solves min-max problems (the others minimize only);
     ``rate``: per run (R, 1), the factor by which an iteration (one certificate check apart)
     shrinks, in expectation, a bound on ||z - z*||^2 with known constants, for Markov stopping
-    (None: none known at the spec's step sizes, spec 003 §7 row 3); ``potential``: per run
+    (None: none known at our step sizes); ``potential``: per run
     (R,), that bound at the start (None: :func:`~dpminimax.solvers.base.distance_potential`)."""
 
     run: Callable[[Subproblem, Point], Point] | None
@@ -82,7 +82,7 @@ class Solution(NamedTuple):
 
 
 class Audited(NamedTuple):
-    """An uncertified point of Markov stopping (spec 003 §6 E9), its evaluations, whether it
+    """An uncertified point of Markov stopping, its evaluations, whether it
     meets the target and its ratio ||z - z*||_w / r (checked against the exact solution, not
     counted), the ratio at each audit level's iteration (:data:`~dpminimax.solvers.base.
     AUDIT_LEVELS`), the iterations planned and the first after which the point met its target
@@ -138,7 +138,7 @@ def solve_runs(names: str | Sequence[str], problem: Problem, samples: Sequence[E
     certified; the others go on); each gets what its own :func:`solve` guarantees, a certified
     point and its own count. One run past its budget is a :class:`SolverError`.
 
-    ``stopping="markov"`` (spec 003 §6 E9, the accuracy-condition audit): no certificate; each
+    ``stopping="markov"`` (the accuracy-condition audit): no certificate; each
     run makes the iterations after which the solver's a-priori rate (:attr:`Solver.rate`)
     meets the in-expectation accuracy of the paper's Markov route at privacy ``delta``
     (:func:`~dpminimax.solvers.base.markov_iterations`, from the solver's rate and potential),

@@ -1,6 +1,6 @@
 """What every base solver of BYOA (paper 003) shares: the subproblem it solves, the oracle that
 counts per-sample gradient evaluations, the accuracy target and the deterministic certificate
-that is its only stopping rule (spec 003 §2.9a, §7 rows 3 and 11).
+that is its only stopping rule (our choice; the paper names solvers, not their stopping).
 
 Everything is written in operator form over a problem's blocks: G(z) has block b equal to
 grad_b of the objective on a minimized block and -grad_b on a maximized one, so a minimization
@@ -8,7 +8,7 @@ and a saddle-point problem are both the variational inequality "find z* in Z wit
 <G(z*), z - z*> >= 0 for all z in Z" (Z the product of the blocks' balls). The objective is the
 empirical mean of the per-example losses (the *data* part, reached only through the counted
 oracle) plus the proximal term (the *regularizer*: moduli[b] / 2 ||z_b - c_b||^2, with a minus
-on a maximized block; free, spec §7 row 11).
+on a maximized block; free, our convention).
 
 A :class:`Subproblem` holds R runs at once (the run axis): every block is (R, dim) and every
 per-run scalar (a modulus, a step size, a radius) is a column (R, 1) that broadcasts against it.
@@ -37,7 +37,7 @@ class Target:
 
     Alg. 1: radius L / (mu n); Alg. 2: L / (mu_k nbar); Alg. 3, condition (3): weights
     (mu_x, mu_y), radius L / (sqrt(mu) n); Algs. 4 / 5: weights (mu_k, mu) / (mu, mu_k), radius
-    L / (sqrt(mu) nbar) (spec 003 §2.1-2.5)."""
+    L / (sqrt(mu) nbar) (Algs. 1-5)."""
 
     radius: float
     weights: Mapping[str, float] | None = None
@@ -74,7 +74,7 @@ class Quadratic:
     def prox(self, blocks: Mapping[str, Block], point: Point,
              step: float | torch.Tensor) -> Point:
         """argmin_z ||z - u||^2 / (2 step) + this quadratic over Z (the product of ``blocks``'
-        balls), block by block: Pi((u + step m c) / (1 + step m)) (spec §2.9b)."""
+        balls), block by block: Pi((u + step m c) / (1 + step m))."""
         return {b: blocks[b].project((u + step * self.moduli[b] * self.centers[b])
                                      / (1.0 + step * self.moduli[b])) for b, u in point.items()}
 
@@ -90,7 +90,7 @@ class Subproblem:
     :class:`Target` (``targets``) with its own sampling stream (``generators``); the a-priori
     constants the solvers' step sizes come from (never from the sample) and the per-run counter
     of per-sample oracle calls: one call returns every block's gradient at one example and
-    costs 1, a full operator costs n (spec 003 §7 row 11). A certified run is recorded in
+    costs 1, a full operator costs n (our convention). A certified run is recorded in
     :attr:`solution` and stops counting (and drawing); a run past ``budget`` evaluations is a
     :class:`SolverError`."""
 
@@ -129,7 +129,7 @@ class Subproblem:
         self.last_bound = torch.full((self.runs,), torch.inf, dtype=sample.dtype,
                                      device=self.device)
         self.solution = {b: torch.zeros_like(z) for b, z in self.regularizer.centers.items()}
-        #: Markov stopping (spec 003 §6 E9): each run's planned iterations (None: certify),
+        #: Markov stopping: each run's planned iterations (None: certify),
         #: and for the audit (:meth:`audit`) the exact solutions, the iterations of each audit
         #: level and the ratio ||z - z*||_w / r measured there (NaN until reached), and the
         #: first check at which the point met its condition (-1 until it did).
@@ -270,7 +270,7 @@ class Subproblem:
 
 def certificate(subproblem: Subproblem, point: Point, operator: Point) -> torch.Tensor:
     """Per run (R,), a deterministic upper bound on sqrt(sum_b w_b ||z_b - z*_b||^2) (w the
-    run's target weights) at a feasible ``point`` from its operator G (spec 003 §2.9a), with m_b
+    run's target weights) at a feasible ``point`` from its operator G, with m_b
     the subproblem's moduli, so that M(D) = sum_b m_b ||D_b||^2 <= <G(z) - G(z*), z - z*>, and
     the weights' factor sum_b w_b ||D_b||^2 <= max_b (w_b / m_b) M. The smaller of:
 
@@ -326,7 +326,7 @@ def markov_iterations(subproblem: Subproblem, initial: torch.Tensor, contraction
                       failure: float) -> torch.Tensor:
     """Per run (R,), the iterations after which a solver with E||z_t - z*||^2 <= contraction^t
     ``initial`` (contraction (R, 1), initial (R,)) meets the in-expectation accuracy of the
-    paper's Markov route with miss probability ``failure`` (spec 003 §2.1, §2.3, §2.8; §6 E9),
+    paper's Markov route with miss probability ``failure`` (Algs. 1 and 3, Sec. 5),
     in the target's squared norm and radius r: E||z - z*||_w^2 <= failure^2 r^2 on a
     minimization problem (Alg. 1's gamma = delta^2 L^2 / (32 mu n^2) at failure delta / 4, with
     strong convexity and Jensen: E||z - z*|| <= failure r, so Markov misses with probability
@@ -345,7 +345,7 @@ def markov_iterations(subproblem: Subproblem, initial: torch.Tensor, contraction
 def variance_reduced(subproblem: Subproblem, start: Point, prox: Quadratic,
                      shift: Mapping[str, float], step: float | torch.Tensor,
                      inner: int | torch.Tensor, average: bool = False) -> Point:
-    """The SVRG loop shared by prox-SVRG (spec §2.9b), Xiao-Zhang's Prox-SVRG and
+    """The SVRG loop shared by prox-SVRG, Xiao-Zhang's Prox-SVRG and
     Palaniappan-Bach (§2.9d): per epoch the full data operator at the snapshot (n; it
     certifies the snapshot), then ``inner`` steps z <- prox(z - step g) with g = B_i(z) - shift z
     - B_i(snapshot) + B(snapshot), i uniform (the data's own moduli ``shift`` moved into

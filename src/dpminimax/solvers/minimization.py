@@ -1,6 +1,6 @@
-"""Base solvers for the strongly convex finite-sum problems of BYOA Algs. 1 and 2 (spec 003
-§2.8, §7 row 14): projected gradient descent and Nesterov's accelerated gradient (the
-references), prox-SVRG (Johnson-Zhang 2013, Xiao-Zhang 2014; spec §2.9b) and Katyusha
+"""Base solvers for the strongly convex finite-sum problems of BYOA Algs. 1 and 2
+(Sec. 5): projected gradient descent and Nesterov's accelerated gradient (the
+references), prox-SVRG (Johnson-Zhang 2013, Xiao-Zhang 2014) and Katyusha
 (Allen-Zhu 2017), and Xiao and Zhang 2014's Prox-SVRG as analysed (averaged snapshot: the
 randomized solver with a proven rate that Markov stopping is audited on). Each solves R runs
 at once (a :class:`~dpminimax.solvers.base.Subproblem`) and stops a run only on its certificate
@@ -32,7 +32,7 @@ def gradient_descent(subproblem: Subproblem, start: Point) -> Point:
 
 def gradient_descent_rate(subproblem: Subproblem) -> torch.Tensor:
     """Per run (R, 1), the factor 1 - m / L_G by which a projected GD step (step 1 / L_G)
-    shrinks ||x - x*||^2 (m-strongly convex, L_G-smooth; Markov stopping, spec §6 E9)."""
+    shrinks ||x - x*||^2 (m-strongly convex, L_G-smooth; Markov stopping)."""
     return 1.0 - smallest(subproblem.moduli) / subproblem.lipschitz
 
 
@@ -59,7 +59,7 @@ def accelerated_gradient(subproblem: Subproblem, start: Point) -> Point:
 
 
 def svrg(subproblem: Subproblem, start: Point) -> Point:
-    """Prox-SVRG with the proximal term in the prox (spec §2.9b): per epoch the full data
+    """Prox-SVRG with the proximal term in the prox: per epoch the full data
     gradient at the snapshot (n; it certifies the snapshot), then m = 2n steps
     w <- prox(w - eta v), v = grad f_i(w) - grad f_i(snapshot) + full, i uniform, eta =
     1 / (4 l); the last iterate is the next snapshot. n + 2m = 5n evaluations per epoch."""

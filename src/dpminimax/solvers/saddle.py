@@ -1,7 +1,7 @@
 """Base solvers for the strongly-monotone finite-sum saddle-point problems of BYOA Algs. 3-5
-(spec 003 §2.8, §7 rows 14 and 16): full-batch extragradient (Tseng 1995; spec §2.9c, the
+(Sec. 5): full-batch extragradient (Tseng 1995; the
 generic view: the regularizer inside the operator) and the SVRG of Palaniappan and Bach 2016
-(spec §2.9d, the prox view: the regularizer and the data's own strong monotonicity in the
+(the prox view: the regularizer and the data's own strong monotonicity in the
 prox). Both also solve minimization problems (one block, the VI of the gradient). Each solves
 R runs at once and stops a run only on its certificate (:func:`~dpminimax.solvers.base.
 certificate`) at a point whose full operator it computes (counted); per-run constants are
@@ -18,7 +18,7 @@ from dpminimax.solvers.base import Subproblem, add, smallest, variance_reduced
 
 def extragradient(subproblem: Subproblem, start: Point) -> Point:
     """z_half = Pi(z - eta G(z)), z <- Pi(z - eta G(z_half)) with eta = 1 / (2 L_G), L_G = l +
-    the largest proximal modulus (spec §2.9c). G(z) of each iteration certifies z: the count is
+    the largest proximal modulus. G(z) of each iteration certifies z: the count is
     2n per iteration plus n for the last certificate."""
     step = 0.5 / subproblem.lipschitz
     point = start
@@ -32,7 +32,7 @@ def extragradient(subproblem: Subproblem, start: Point) -> Point:
 
 def extragradient_rate(subproblem: Subproblem) -> torch.Tensor:
     """Per run (R, 1), the factor 1 - min(m, 3 L_G / 4) / (2 L_G) by which an extragradient
-    iteration (eta = 1 / (2 L_G)) shrinks ||z - z*||^2 (Markov stopping, spec §6 E9): the
+    iteration (eta = 1 / (2 L_G)) shrinks ||z - z*||^2 (Markov stopping): the
     projection inequalities give ||z+ - z*||^2 <= ||z - z*||^2 - (1 - eta^2 L_G^2)
     ||w - z||^2 - 2 eta m' ||w - z*||^2 at the half step w, any m' <= m; with ||w - z*||^2 >=
     ||z - z*||^2 / 2 - ||w - z||^2 the factor is 1 - eta m' once 1 - eta^2 L_G^2 >=
@@ -42,7 +42,7 @@ def extragradient_rate(subproblem: Subproblem) -> torch.Tensor:
 
 
 def palaniappan_bach_svrg(subproblem: Subproblem, start: Point) -> Point:
-    """SVRG for saddle points with the strongly monotone part in the prox (spec §2.9d): the
+    """SVRG for saddle points with the strongly monotone part in the prox: the
     data operator minus its own moduli, B'_i(z) = B_i(z) - mu_b z_b (monotone, Lipschitz l',
     :attr:`~dpminimax.solvers.base.Subproblem.shifted_smoothness`), and the prox of the shifted
     quadratic (modulus m_b = mu_b + p_b). Per epoch the full data operator at the snapshot (n;

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 class SyntheticOptimization(Task):
     """Minimization: excess population and empirical risk; min-max: population and empirical
-    strong gap (BYOA spec 003 §5.5), or the primal gap Phi(x~) - min Phi where only x is
+    strong gap (Thm. 4.4), or the primal gap Phi(x~) - min Phi where only x is
     released (Cor. 4.9), and where the game defines it the population weak gap of each group
     of seeds with the same budget and n (the quantity Thm. 4.8 bounds); all: the distance of
     every block to the population solution, and for every metric the method's printed bound
@@ -107,7 +107,7 @@ def _errors(problem: Problem, point: Point, sample: Examples | None,
 def _add_weak_gaps(problem: Problem, params: dict[str, torch.Tensor], fit: FitResult,
                    rows: list[dict[str, Any]]) -> None:
     """``population_weak_gap`` of every group of runs with the same budget and n: the weak gap
-    of the group's outputs (its seeds; BYOA spec 003 §5.5, the quantity Thm. 4.8 bounds), the
+    of the group's outputs (its seeds; the quantity Thm. 4.8 bounds), the
     same value on each of the group's rows."""
     groups: dict[tuple[float, int], list[int]] = {}
     for r, run in enumerate(fit.runs):

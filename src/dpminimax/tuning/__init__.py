@@ -1,4 +1,4 @@
-"""The RaCO-DP paper's hyper-parameter tuning protocol (App. E.2; spec 000 §6.3), as data and
+"""The RaCO-DP paper's hyper-parameter tuning protocol (App. E.2), as data and
 functions: a search space (:mod:`.search`), per-run checkpoint selection (:mod:`.checkpoint`),
 the phase-1 choice of one configuration per cell (:mod:`.selection`) and the batched phase-1 /
 phase-2 drivers (:mod:`.protocol`).

@@ -7,7 +7,7 @@ Checkpoints are scored with the model's fast shared-input prediction where it ha
 product for all runs; see ``BatchedLogisticRegression.predict_shared``).
 
 The rule reads non-private quantities (train-set constraint values, validation accuracy): it is
-outside the privacy guarantee, as in the paper (spec 000 §6.3, §12 item 22).
+outside the privacy guarantee, as in the paper (App. E.2).
 """
 
 from __future__ import annotations

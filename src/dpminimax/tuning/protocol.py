@@ -1,4 +1,4 @@
-"""Phase 1 and phase 2 of the tuning protocol (RaCO-DP App. E.2; spec 000 §6.3), batched.
+"""Phase 1 and phase 2 of the tuning protocol (RaCO-DP App. E.2), batched.
 
 * Phase 1: ``configs`` configurations drawn from the search space, each trained for every cell
   value (e.g. every target gamma) and ``seeds`` seeds; all of them train as ONE batched program
@@ -9,7 +9,7 @@
   seeds, again with the checkpoint rule; these are the reported runs.
 
 Validation data: the paper's code holds out one of 8 cross-validation folds of the training
-portion (spec §12 items 20-21); we hold out one fixed fold (``validation_fraction`` of the
+portion (the paper gives no splits); we hold out one fixed fold (``validation_fraction`` of the
 training split, drawn with a fixed seed) and train on the rest, so every epsilon is over the
 rows actually trained on. The z-scoring statistics of the prepared data were computed on the
 whole training split (a public-preprocessing simplification, as in the paper's code).
