@@ -8,7 +8,7 @@ References:
     DP-SGD; Berrada et al. 2023 is the "common practice" the paper cites for the swap).
     RaCO-DP paper, Sec. 5 ("Neural networks": "ResNet16 (He et al., 2016) (6.4M parameters)")
     and Appendix E.7 ("we replace batch normalization with group normalization (16 groups)");
-    repository spec ``specs/000_racodp.md`` Sec. 5 "Models" (the released ``models/resnet.py``).
+    the released RaCO-DP code (``models/resnet.py``).
 
 Architecture (``width = w``, default 64; ``g`` groups, default 16; ``p`` dropout, default 0.3):
 
@@ -36,14 +36,14 @@ Choices and why:
   (7,552) the total is 6,456,898 at the defaults, 0.9% above 6.4M.
 * GroupNorm(g, eps=1e-5) with affine weight 1 / bias 0 at every norm site (stem, both convs of
   every block, every projection shortcut); there is no BatchNorm anywhere.
-* Dropout p (default 0.3) at the three sites the spec lists: after the stem (after the max-pool),
+* Dropout p (default 0.3) at the released code's three sites: after the stem (after the max-pool),
   inside every block after the first conv's ReLU (before the second conv), and on the pooled
   features before the dense head. Dropout and GroupNorm act on each example separately, so
   per-example gradients via ``torch.func`` (``functional_call`` + ``vmap(grad)``) are exact; in
   training mode vmap needs ``randomness="different"`` (or ``"same"``) for the dropout draws, in
   eval mode dropout is the identity.
 * Init: Kaiming-normal (fan_in, ReLU gain) for every conv, as in the released code; the dense
-  head keeps PyTorch's default Linear init (the spec does not pin it).
+  head keeps PyTorch's default Linear init (nothing pins another).
 * Compute dtype: float32 (the released JAX code computes in bfloat16 on accelerators; casting is
   left to the caller, e.g. ``torch.autocast``).
 """

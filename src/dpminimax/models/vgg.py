@@ -3,8 +3,8 @@
 References:
     Lowy, Gupta, Razaviyayn 2023, "Stochastic Differentially Private and Fair Learning" (ICLR),
     Sec. 4 / App. F.3: "a deep 9-layer VGG-like classifier (Simonyan & Zisserman, 2015) with
-    d ~ 1.6 million parameters" on 128x128 UTK-Face images, 9 age classes; repository spec
-    ``specs/001_dpfermi.md`` Sec. 5 (the released ``models.py``: ``FeedForward``).
+    d ~ 1.6 million parameters" on 128x128 UTK-Face images, 9 age classes; the
+    released DP-FERMI code (``models.py``: ``FeedForward``).
     Simonyan & Zisserman 2015, "Very Deep Convolutional Networks for Large-Scale Image
     Recognition" (ICLR): stacks of 3x3 convolutions with padding 1.
     Ulyanov, Vedaldi, Lempitsky 2016, "Instance Normalization": per-example, per-channel

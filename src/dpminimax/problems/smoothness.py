@@ -3,7 +3,7 @@ H5 (experiment E3).
 
 m atoms a_j = r_a u_j (u_j uniform on the sphere, m >= d, so they span R^d almost surely) drawn
 uniformly; b = <a, w*> + eta with eta uniform on {-s, 0, s} (symmetric, bounded, finite
-support: the spec leaves the law open; the atom at 0 keeps the population curvature at w* of
+support: our choice of law; the atom at 0 keeps the population curvature at w* of
 order 1 / tau however small tau is); f(x; a, b) = tau log cosh((<a, x> - b) / tau). The score
 tanh is odd and eta symmetric, so x* = w*; F is the exact finite sum over atoms and noise
 levels. Constants: L = r_a (|tanh| <= 1, on all of R^d, independent of tau), l = r_a^2 / tau,

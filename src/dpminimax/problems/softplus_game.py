@@ -2,7 +2,7 @@
 (experiment E5: on affine games the weak gap shows no privacy cost).
 
 f(x, y; xi) = softplus(<a, x> - b) + <u, x><v, y> - softplus(<c, y> - e) on the balls of radius
-D, xi uniform on M atoms (finite support). The spec leaves the atoms open; here a, c have norm s
+D, xi uniform on M atoms (finite support). Our choice of atoms: a, c have norm s
 and u norm r, drawn on the sphere in +- pairs (M / 2 draws and their negatives), v = Q u (Q a
 fixed orthogonal matrix), b = <a, p_bar>, e = <c, q_bar> (centers of norm ``center_norm``): each
 softplus part is then even about its center, and the saddle point comes from the coupling
