@@ -3,10 +3,9 @@
 numba sizes its pool once, from ``NUMBA_NUM_THREADS`` as read when numba is imported (default:
 every core); ``numba.set_num_threads`` can later only mask threads out, and the masked pool
 threads still take CPU time. The workflow runs one-thread jobs side by side
-(``workflow/profiles/default``), and with numba's default pool they fought over the cores:
-measured on the development machine, two such jobs of Tran et al. 2021a's paper-scale Adult
-program took 57-140 ms per step each, against 6.6-6.9 ms with a one-thread pool (4.4 ms for
-one job alone). So the workflow's job scripts call :func:`reserve_threads` before anything
+(``workflow/profiles/default``), and with numba's default pool they fought over the cores,
+each step many times slower than with a one-thread pool (timings: BENCHMARKS.md, *Timings
+moved from docstrings*). So the workflow's job scripts call :func:`reserve_threads` before anything
 imports numba; torch's threads are set afterwards (:func:`dpminimax.api.set_threads`).
 
 This module imports nothing heavy, so that it can run first.

@@ -4,9 +4,9 @@
 The torch path of :class:`~dpminimax.algorithms.dpfermi.FermiProgram` computes a step of
 Algorithm 1 (lines 4-6) as about 35 tensor operations over all R x B examples: logits, softmax,
 the two parts of dpsi/dF (one-hot attributes, per-cell W and P_S), the chain rule through the
-softmax, the clip factors, the weighted row sum and the W-gradient matrix products. Measured on
-the development machine (2 cores; R = 90 runs, B = 1,024, Adult's d = 102): 10.8 ms per step, of
-which the elementwise products, fills and one-hots over (R, B, ...) temporaries were most. This
+softmax, the clip factors, the weighted row sum and the W-gradient matrix products; most of its
+time goes to the elementwise products, fills and one-hots over (R, B, ...) temporaries
+(timings: BENCHMARKS.md). This
 kernel makes no temporary of that size and reads only the non-zeros of each sampled row
 (:meth:`~dpminimax.kernels.gather.RowGatherer.nonzeros`; one-hot tables are mostly zeros):
 
@@ -35,9 +35,8 @@ example after example in batch order, skipping padding, with no fast-math flag; 
 depends on R, on B, on the run's position or on the thread, so a run gets the same bits alone as
 among others (tested bit for bit). The loop has three passes over the run's batch (logits,
 per-example scalars, accumulation), so that the row reads of consecutive examples do not wait on
-each other's arithmetic. The per-example scalars are written for two classes, in registers: the
-earlier K-class loop over small arrays took 2.7 ms where this takes 2.0-2.1 (captured paper-scale
-sums, R = 90 on Adult; same bits).
+each other's arithmetic. The per-example scalars are written for two classes, in registers (faster
+than a K-class loop over small arrays, same bits; BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -91,9 +90,9 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
                 grad_w):  # pragma: no cover - compiled
     runs = index.shape[0]
     # l = 2, but read from W: with a literal 2 here, every compiled kernel run afterwards on
-    # the worker threads got ~30x slower at its libm calls (the Poisson inversion 0.25 ->
-    # 7.5 ms; measured on the development machine, gone when compiled for AVX2 only, so
-    # probably AVX-512 register state left dirty by the vectorised constant-length loops)
+    # the worker threads got much slower at its libm calls (BENCHMARKS.md; gone when compiled
+    # for AVX2 only, so probably AVX-512 register state left dirty by the vectorised
+    # constant-length loops)
     n_cells, groups, probs_len = w.shape[1], w.shape[2], w.shape[3]
     for r in numba.prange(runs):
         inv_sqrt_p, independent, sensitive, distance = _cell_tables(w, p_s, r)

@@ -357,8 +357,8 @@ class PfldProgram:
 
     def _all_logits(self) -> torch.Tensor:
         """Logits (R, n, 1) of the whole training set: over the rows' non-zeros where the
-        compiled loop can read them in place (Adult: 13 of 102 features; about 12 -> 3 ms for
-        15 runs), else the dense logits of every row."""
+        compiled loop can read them in place (Adult: 13 of 102 features; BENCHMARKS.md), else
+        the dense logits of every row."""
         every_row = self.rows.take(self.every_example)
         if sparse_rows_supported(every_row, self.state["weight"], self.state["bias"]):
             return linear_logits(self.state["weight"], self.state["bias"], every_row)

@@ -67,7 +67,8 @@ NAIVE_TARGET = 1.0
 #: Mechanisms whose output is a function of the dataset alone (no noise on P-D).
 DETERMINISTIC = ("M0", "M1", "M2")
 #: The most per-example values (runs x n x d) one fitted chunk of runs holds: 2^19 doubles,
-#: 4 MiB (about 50 runs at d = 10, n = 1000; 2.5x faster per run than 1000 runs at once).
+#: 4 MiB (about 50 runs at d = 10, n = 1000; faster per run than 1000 runs at once,
+#: BENCHMARKS.md).
 CHUNK_ELEMENTS = 2**19
 #: What one entry of a leak block's ``settings`` may set (the rest is the block's).
 SETTING_KEYS = ("d", "n", "runs")

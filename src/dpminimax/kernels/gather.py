@@ -5,8 +5,8 @@ tensor get them gathered (``RowGatherer.gather``) into one buffer that grows whe
 reused: allocating a fresh tensor of that size every step costs more than the arithmetic on it
 (each new allocation faults its pages in again). Linear models need no copy at all: they read
 the sampled rows straight from the data set through their indices (``RowGatherer.take`` ->
-:class:`IndexedRows`), which saves writing and re-reading the gathered copy (measured: the
-gather alone was 16% of a RaCO-DP step at R = 240 runs x B = 1,024).
+:class:`IndexedRows`), which saves writing and re-reading the gathered copy (a sizeable share
+of a RaCO-DP step; BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class RowGatherer:
         zeros (Adult: at most 13 of 102 per row, Credit-Card 22 of 85), so a compiled loop
         over these reads a fraction of each row. Columns are int16 when d allows (int32
         otherwise): the sampled rows are read at random, and the smaller table (Adult: 2.6 MB
-        instead of 5.3 MB) is read about 30% faster (measured on the development machine)."""
+        instead of 5.3 MB) is read faster (BENCHMARKS.md)."""
         if self._nonzeros is None:
             present = self.source != 0
             width = max(1, int(present.sum(dim=1).max())) if len(self.source) else 1
@@ -105,8 +105,8 @@ class IndexedRows:
 def batch_values(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``values[index]`` for per-example ``values`` (n, ...) and batch indices ``index`` of any
     shape (labels, attributes, cells of the sampled examples), by ``index_select`` on the
-    flattened index: the same values, and about 7x faster than advanced indexing for 15 runs
-    of 1,100 examples (18 vs 122 us here; torch's index kernel parallelises this small copy)."""
+    flattened index: the same values, faster than advanced indexing for batches of this size
+    (BENCHMARKS.md; torch's index kernel parallelises this small copy)."""
     picked = torch.index_select(values, 0, index.reshape(-1))
     return picked.view(*index.shape, *values.shape[1:])
 
@@ -115,9 +115,7 @@ def compact_codes(codes: torch.Tensor) -> torch.Tensor:
     """Integer codes (labels, attributes, cells; non-negative) in the narrowest integer dtype
     that holds them (int8, int16, int32, else unchanged): the same values, for compiled
     kernels that read them per sampled example. Sampled examples are read at random, and
-    per-example tables that stay in cache are read faster (measured: DP-FERMI's compiled sums
-    for 90 runs of about 1,000 Adult examples 3.7 -> 3.1 ms with int8 instead of int64 labels,
-    attributes and cells)."""
+    per-example tables that stay in cache are read faster (BENCHMARKS.md)."""
     if codes.numel() and int(codes.min()) < 0:
         raise ValueError("compact_codes expects non-negative integer codes")
     largest = int(codes.max()) if codes.numel() else 0

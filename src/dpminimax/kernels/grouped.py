@@ -4,8 +4,7 @@
 groups_i = g} values_i``. The torch form (a one-hot (R, B, G) times the values, summed by the
 padding-invariant :func:`~dpminimax.kernels.clip.example_sum`) forms an (R, B, G, V) product;
 the compiled loop (CPU) adds each example's vector to its group's row, run by run in batch
-order, in float64: measured on the development machine (2 cores; Tran et al. 2021a's histogram,
-R = 90 runs x B = 1,024, 2 groups x 2 values) 2.0 ms -> ~0.1 ms per step. Both forms skip
+order, in float64, and forms no product (timings: BENCHMARKS.md). Both forms skip
 padding and depend on nothing but the run's own examples, so a run gets the same bits alone as
 among others; they round differently from each other.
 """

@@ -222,8 +222,8 @@ def _conv_weight_grads(
     module: nn.Conv2d, activation: torch.Tensor, grad_out: torch.Tensor
 ) -> torch.Tensor:
     """Per-example conv weight gradients (B, *W) as ONE weight gradient of a convolution with
-    the batch folded into groups (example i = group i): on a CPU (oneDNN) 1.5-4x faster than
-    im2col + bmm for most ResNet20 / SmallCNN / ResNet16 layers (issue #20, BENCHMARKS.md)."""
+    the batch folded into groups (example i = group i): on a CPU (oneDNN) faster than
+    im2col + bmm for most ResNet20 / SmallCNN / ResNet16 layers (BENCHMARKS.md)."""
     batch = activation.shape[0]
     out_channels = module.weight.shape[0]
     weight = torch.ops.aten.convolution_backward(

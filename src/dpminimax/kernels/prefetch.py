@@ -4,8 +4,7 @@ A Poisson batch reads about 1,000 rows spread over the whole data set (Adult's p
 rows are 2.6 MB, more than this machine's 2 MB of L2 per core), so each row read in a loop over
 the batch waits on memory. The loops know the next rows in advance (the batch index), and
 asking for row ``rows[b + ROWS_AHEAD]`` while working on ``rows[b]`` hides most of that wait
-(measured on the development machine, 90 runs x about 1,000 Adult rows: the sparse logits
-0.80 -> 0.52 ms, the row accumulation 1.02 -> 0.79 ms). A prefetch is only a hint: it reads no
+(timings: BENCHMARKS.md). A prefetch is only a hint: it reads no
 value and changes no result.
 """
 
@@ -16,8 +15,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: How many rows ahead of the current one the sparse-row loops prefetch (8 and 16 measured
-#: alike; 8 wastes less at the end of a short batch).
+#: How many rows ahead of the current one the sparse-row loops prefetch (8 and 16 were
+#: as fast; 8 wastes less at the end of a short batch).
 ROWS_AHEAD = 8
 
 
@@ -25,9 +24,8 @@ ROWS_AHEAD = 8
 def prefetch_row(typingctx, table, i):  # pragma: no cover - compiled
     """Ask the CPU to bring row ``table[i]`` in (read, keep in all cache levels): the cache
     lines of its first and last entries, so a row that straddles two lines comes in whole
-    (Adult's values rows are 52 bytes; measured 0.60 -> 0.52 ms on the logits above against
-    the first line only). For a 2-D C-contiguous array and an integer row; compiles to LLVM's
-    ``llvm.prefetch``."""
+    (Adult's values rows are 52 bytes; faster than the first line only, BENCHMARKS.md). For a
+    2-D C-contiguous array and an integer row; compiles to LLVM's ``llvm.prefetch``."""
     if not (isinstance(table, types.Array) and table.ndim == 2 and table.layout == "C"
             and isinstance(i, types.Integer)):
         return None

@@ -4,9 +4,8 @@
 torch has no CPU kernel for either that is both fast and independent of the batch layout. For
 the logits, a matrix product (BLAS) changes its rounding with the batch composition, and
 ``linalg.vecdot`` over broadcast operands materialises the (R, B, K, d) elementwise product
-first; for the softmax, torch's kernel over a last axis of K = 2 spends about 20 ns per row.
-Measured on the development machine (2 cores): in a RaCO-DP step at R = 240 runs x B = 1,024
-(d = 102), that product was 54% of the step and the two softmaxes 20%. These loops keep each row
+first; for the softmax, torch's kernel over a last axis of K = 2 is slow per row. Together
+they were most of a RaCO-DP step (BENCHMARKS.md, *Row-wise kernels*). These loops keep each row
 in registers.
 
 Bit-identity (see :mod:`dpminimax.kernels.linear`): every output row is computed by the same
@@ -159,8 +158,8 @@ def row_softmax(z: torch.Tensor) -> torch.Tensor:
 
 def use_torch_threads() -> None:
     """Run the compiled loops on as many threads as torch uses. numba starts its OpenMP pool on
-    first use and that resets torch's thread count to the pool's size (measured: torch set to
-    1 thread read 2 afterwards on this 2-core machine), so torch's count is put back."""
+    first use and that resets torch's thread count to the pool's size (seen: torch set to
+    1 thread read 2 afterwards on a 2-core machine), so torch's count is put back."""
     threads = torch.get_num_threads()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     if torch.get_num_threads() != threads:

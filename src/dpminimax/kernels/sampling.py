@@ -72,13 +72,12 @@ def _gap_sums(rows: torch.Tensor, generators: Sequence[torch.Generator], q: floa
     draw: about 1 in 6 of a round's gaps on Adult).
 
     torch's ``geometric_`` is ``ceil(log(u) / log1p(-q))`` for one ``uniform_`` double u per
-    gap, computed serially (about 12 ns a gap here). On the CPU the uniforms are drawn with
+    gap, computed serially. On the CPU the uniforms are drawn with
     ``uniform_`` (the same stream: same numbers, same generator state after) and the inversion
     and the running sums run in one compiled loop over all rows; the result is the same bit for
-    bit (tested), so every run keeps its batches. Measured (Poisson batches of 90 runs on Adult,
-    whole call): 2.2 -> 1.4 ms. Other devices, and fewer than :data:`COMPILED_MIN_RUNS` rows
-    (where starting the compiled loop costs more than it saves: 21 vs 15 us for one run), call
-    ``geometric_``."""
+    bit (tested), so every run keeps its batches (timings: BENCHMARKS.md). Other devices,
+    and fewer than :data:`COMPILED_MIN_RUNS` rows (where starting the compiled loop costs more
+    than it saves), call ``geometric_``."""
     if rows.device.type != "cpu" or rows.shape[0] < COMPILED_MIN_RUNS:
         for row, generator in zip(rows, generators, strict=True):
             row.geometric_(q, generator=generator)

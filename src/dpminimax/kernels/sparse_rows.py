@@ -4,10 +4,8 @@ Tabular data sets are one-hot encoded and mostly zeros (Adult: at most 13 non-ze
 row, Credit-Card 22 of 85). A linear model's step reads each sampled row twice: in the logits
 ``<x_i, w_k> + b_k`` and in the clipped gradient sum ``sum_i c_i r_ik x_i``
 (:mod:`dpminimax.kernels.linear`). Over :meth:`~dpminimax.kernels.gather.RowGatherer.nonzeros`
-(padded (columns, values) rows, built once per data set) both touch only the non-zeros. Measured
-on the development machine (2 cores; Tran et al. 2021a's step, R = 90 runs x B = 1,024 on
-Adult): the dense compiled logits took 2.2 ms and torch's clip-and-sum (norms, factors,
-``embedding_bag``) 1.7 ms per step.
+(padded (columns, values) rows, built once per data set) both touch only the non-zeros, where
+the dense logits and torch's clip-and-sum read every entry (timings: BENCHMARKS.md).
 
 The loops are the building blocks of every compiled step: :func:`sparse_dots`,
 :func:`store_outer_sums`, :func:`clip_factor` and :func:`included_rows` are called inside
@@ -69,8 +67,8 @@ def sparse_dot(columns, values, i, weight, r, m):  # pragma: no cover - compiled
 def sparse_dots(columns, values, rows, count, weight, r, m, out):  # pragma: no cover
     """``out[b] = <x_{rows[b]}, weight[r, m]>`` for the first ``count`` rows: each exactly
     :func:`sparse_dot`, four rows at a time so that their (independent) random row reads and
-    addition chains overlap (measured: logits of R = 90 x B = 1,100 Adult rows 1.16 -> 0.79 ms),
-    prefetching the rows :data:`~dpminimax.kernels.prefetch.ROWS_AHEAD` ahead (-> 0.52 ms)."""
+    addition chains overlap, prefetching the rows :data:`~dpminimax.kernels.prefetch.ROWS_AHEAD`
+    ahead (timings: BENCHMARKS.md)."""
     width = columns.shape[1]
     b = 0
     while b + 4 <= count:

@@ -5,7 +5,8 @@ The same quantities as dp_accounting's ``_compute_rdp_poisson_subsampled_gaussia
 Sec. 3.2 for integer orders, Sec. 3.3 for fractional ones, with dp_accounting's stopping rule
 for the fractional series), computed with array operations instead of one Python step per
 term: calibrating a noise multiplier evaluates the ~200 orders of
-:data:`dpminimax.privacy.accounting.RDP_ORDERS` a dozen times, 0.8 s each term by term.
+:data:`dpminimax.privacy.accounting.RDP_ORDERS` a dozen times, slow term by term
+(BENCHMARKS.md).
 :class:`VectorizedRdpAccountant` is dp_accounting's ``RdpAccountant`` with this one function
 swapped in; every other event goes through dp_accounting's own code. Tests pin both against
 dp_accounting.
