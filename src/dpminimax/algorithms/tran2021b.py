@@ -1,76 +1,19 @@
 """Tran, Fioretto, Van Hentenryck 2021b ("Differentially private and fair deep learning: a
-Lagrangian dual approach", AAAI), PF-LD, re-implemented as a DP-FERMI baseline
-(our choices where neither paper is specific) for binary logistic regression, R runs (seeds x
-alpha) at once.
+Lagrangian dual approach", AAAI), PF-LD, re-implemented as a DP-FERMI baseline for binary
+logistic regression, R runs (seeds x alpha) at once.
 
-Constrained problem: ``min_theta mean_i l_i(theta)`` s.t. ``nu_c(theta) = |gap_c(theta)| <=
-alpha`` for every cell c, with gap_c the difference of mean soft predictions p = sigmoid(z)
-between a cell and its parent (:mod:`~dpminimax.algorithms.group_stats`): demographic parity,
-c = group a, ``E[p | A = a] - E[p]``; equalized odds, c = (y, a), ``E[p | A = a, Y = y] -
-E[p | Y = y]``. Each constraint is the pair ``+gap_c - alpha <= 0``, ``-gap_c - alpha <= 0``
-with multipliers lam+_c, lam-_c >= 0; Lagrangian ``L = mean_i l_i + sum_c mu_c gap_c`` up to
-constants, ``mu = lam+ - lam-``. PF-LD (their F-LD, Alg. 1, with private primal and dual
-steps) alternates, for E epochs of ceil(1/q) steps each:
+PF-LD's Alg. 1 (F-LD with private primal and dual steps) on ``min_theta mean_i l_i(theta)``
+s.t. ``|gap_c(theta)| <= alpha`` per cell c (demographic parity or equalized odds gaps of mean
+soft predictions, :mod:`~dpminimax.algorithms.group_stats`), each constraint split into two
+one-sided ones with multipliers lam+-_c >= 0. Per epoch: ceil(1/q) primal steps on Poisson
+batches (two releases of one batch, clipped to C_p: loss gradients and constraint Jacobians,
+the gap's batch estimate Horvitz-Thompson on the released cell counts), then a dual step from
+the noisy clipped violations on the whole training set (C_d = ``"bound"``,
+:func:`violation_bound`, by default). One event for all releases (:func:`pfld_releases`), one
+sigma calibrated to (epsilon, delta).
 
-* primal step per Poisson batch B (rate q = batch_size / n, expected size m = qn): two releases
-  from the same batch, each clipped per example to C_p (``clip_primal``) with Gaussian noise
-  ``N(0, (sigma C_p)^2 I)``: the loss gradients ``(p_i - y_i) [x_i, 1]`` and the constraint
-  Jacobians ``J_i = u_i ⊗ [x_i, 1]`` (C x (d+1)), where with the released cell sizes n_hat,
-  ``m grad gap_c^B = sum_{i in B} u_ic [x_i, 1]`` and ``u_ic = n w_ic p_i (1 - p_i)`` (w from
-  :func:`~dpminimax.algorithms.group_stats.gap_weights`; gap_c^B = sum_{i in B} w_ic p_i n / m is
-  the Horvitz-Thompson estimate of the gap on a Poisson batch, E|B_c| = q n_c); then
-  ``theta <- theta - (lr / m) (G_loss + sum_c mu_c G_c)`` (the multipliers scale the noisy
-  Jacobian, as in PF-LD);
-* dual step after each epoch but the last (whose update no output would use): the noisy clipped
-  constraint violations on the whole training set, ``g_hat = (sum_i clip(v_i, C_d) +
-  N(0, (sigma_d C_d)^2 I)) / n`` with ``v_ic = n w_ic p_i`` (so ``g_hat = gap`` without clipping
-  and noise), C_d = ``clip_dual``; then ``lam+-_c <- max(0, lam+-_c + s (+-g_hat_c - alpha))``
-  (s = ``lr_dual``; lam = 0 in the first epoch, as PF-LD's lam_0 = 0). C_d = ``"bound"`` (the
-  default) is :func:`violation_bound`, the largest ||v_i|| any example can have given the
-  released counts, so the release is never clipped (see the deviations).
-
-Privacy (add/remove one example, our accountant): each run declares its releases
-(:func:`pfld_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from them.
-Every per-example quantity depends only on the example, theta and released values (n_hat, lam;
-n is public as everywhere in the project), so clipping bounds each release's sensitivity: C_p
-for both primal releases, C_d for the dual release, 1 for the cell counts (an example sits in
-one cell), released once with Gaussian noise of std ``count_noise_ratio`` sigma. One event for
-everything,
-``Composed([Gaussian(r_c sigma), SelfComposed(PoissonSampled(q, Composed([Gaussian(sigma),
-Gaussian(sigma)])), T), SelfComposed(Gaussian(r_d sigma), E - 1)])`` with T = E ceil(1/q),
-r_d = ``dual_noise_ratio``, r_c = ``count_noise_ratio``; sigma is the one scalar calibrated to
-the target (epsilon, delta). The paper's defaults: C_p = 10, C_d = 5; ours: C_p = 10, C_d =
-``"bound"``.
-
-Deviations from PF-LD, and why:
-
-* example-level privacy (the loss gradient is clipped and noised too), stronger than the paper's
-  sensitive-attribute privacy, as for every method of this project; Poisson batches (the
-  accountant's amplification by subsampling assumes them), sums divided by the expected size m;
-* the batch statistics the constraint gradient needs are released values, never raw batch
-  statistics (otherwise one example moves every other example's gradient and clipping does not
-  bound the sensitivity): cell sizes from the one-off noisy counts, so the batch gap is the
-  unbiased Horvitz-Thompson estimate with E|B_c| = q n_hat_c instead of the realised |B_c|;
-* |gap_c| <= alpha is handled as its two linear sides with multipliers lam+-_c. PF-LD has one
-  lam_c on |gap_c|, whose gradient needs the sign of the current batch gap: a further batch
-  statistic, which would need a release of its own every step. While a gap keeps its sign the
-  two agree (lam+_c is PF-LD's lam_c, lam-_c = 0). When it flips, PF-LD keeps the accumulated
-  multiplier and pushes the other way; with signs taken from the per-epoch dual release this
-  overshot in trials here (the disparity reversed, violations ~0.5, for many seeds of a
-  synthetic problem), whereas the pair lets the no-longer-violated side decay (projected dual
-  ascent with a fixed step s) and needs no sign;
-* the per-example violation contributions v_i are the terms of the gap's linear form, clipped
-  jointly (norm <= C_d). PF-LD's C_d = 5 is not used by default: in these units an example of a
-  cell with n_c examples has ||v_i|| up to about n / n_c, so a fixed bound clips the small cells
-  only and biases their released gaps. Measured on Adult, equalized odds (cell y = 1, female:
-  1,260 of 33,916 examples, ||v_i|| up to 11.6 at p = 0.5): with every p_i = 0.5 (all gaps 0)
-  the noise-free release at C_d = 5 reads -0.242 for that cell, and the quick-scale runs
-  ended with a test equalized-odds violation of 0.57-0.60 at epsilon 3 (0.24 without any
-  constraint). C_d = ``"bound"`` = :func:`violation_bound` (a function of the released counts
-  only, hence a data-independent sensitivity) removes the bias and pays with more noise where
-  cells are small (there the bound, reached at p = 1, is 23.2: 4.6x the noise of C_d = 5);
-* Gaussian noise with a calibrated sigma and ratios as configuration (DESIGN.md), the
-  moments-accountant constants of the paper are not used; theta_0 = 0, last iterate returned.
+The derivation, the privacy argument and the deviations from PF-LD with their evidence:
+``papers/dpfermi/NOTES.md``.
 """
 
 from __future__ import annotations
