@@ -1,64 +1,18 @@
 """DP-FERMI: private fair ERM by noisy two-timescale SGDA (Lowy, Gupta, Razaviyayn, ICLR 2023,
 Algorithm 1, Thm. 3.2), and its non-private twin, for R runs at once.
 
-Predictions F = softmax of the model's class logits: binary logistic regression has one logit z
-read as [0, z] (``F = [1 - p, p]``, l = 2 and W is k x l, as the paper writes it; the code keeps
-one term); multinomial logistic regression or a network (UTK-Face, Fig. 5: ``model: vgg9``) has K
-logits (l = K). The ERMI regulariser is in min-max form (:mod:`dpminimax.algorithms.ermi`): descent
-on theta of ``mean_i [l_i + lam psi_i]`` (l_i the cross-entropy), projected ascent on W of ``lam
-mean_i psi_i`` onto the Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last
-iterate returned. Demographic parity uses one W and P_S; equalized odds one W_y per label with
-P_{S|Y=y}, each example using the W of its label, averaged over the whole batch, i.e. weighted by
-p_Y(y) as in App. B eq. 5 (the code sums unweighted). By the chain rule the theta-gradient of
-example i is the model's output Jacobian times the residual ``F_i - onehot(y_i) + lam F_i * (c_i -
-<c_i, F_i>)`` (c = dpsi/dF; binary: ``(p_i - y_i) + lam p_i (1 - p_i) (c_i1 - c_i0)`` times [x_i,
-1]), so every theta step is the model's ``private_step`` from that residual (one clipped per-example
-gradient, :func:`~dpminimax.kernels.linear.private_linear_step` for logistic regression,
-:class:`~dpminimax.kernels.layerwise.LayerTape` for networks).
+The ERMI regulariser in its min-max form (Thm. 3.2 / Lemma D.1, :mod:`dpminimax.algorithms.ermi`):
+descent on theta of ``mean_i [l_i + lam psi_i]``, projected ascent on W of ``lam mean_i psi_i``
+onto the Frobenius ball of radius ``w_radius`` (W0 = 0), simultaneous updates, last iterate;
+equalized odds weights each label's term by p_Y(y) (App. B eq. 5). Every theta step is the
+model's ``private_step`` from the per-example residual (chain rule through the softmax).
 
-Privacy (``privacy``), each recorded as what it is. Every run's plan declares its releases
-(:func:`fermi_releases`, :mod:`dpminimax.privacy.release`): the group counts behind P_S (Alg. 1
-line 2), then per step the theta- and W-gradient releases (lines 5-6) from one batch; the program
-adds noise only through them.
-
-* ``"example"`` (default; add/remove-one-example DP, our accountant): Poisson batches q = m/n,
-  T = ceil(epochs / q); per-example clipping of the whole theta-gradient of ``l_i + lam psi_i``
-  to ``clip`` and of ``lam grad_W psi_i`` to ``clip_w``; Gaussian noise sigma*clip and
-  sigma*clip_w on the sums (then divided by the expected batch size m). psi_i needs P_S
-  (P_{S|Y}), which depends on the data, so the group counts (l2 sensitivity 1) are released once
-  with Gaussian noise of std ``count_noise`` (floored at 1, then normalised). The event is
-  derived from these releases (the counts composed with T same-batch rounds of both gradients)
-  and sigma is calibrated on it.
-* ``"sensitive_attribute"``: the paper's Thm. 3.3 (neighbours differ in one s_i; x, y public)
-  with its closed-form sigma_w, sigma_theta (:mod:`dpminimax.privacy.paper_bounds`; L = clip,
-  D = w_radius, rho = (smallest group count - 1)/n as the released code computes it), exact
-  P_S as in Alg. 1 line 2, Poisson batches. Thm. 3.3 assumes F(x, .) is L-Lipschitz; this is made
-  true by clipping, per example, the s-dependent part ``2 sum_j (W^T P^{-1/2} s_i)_j
-  grad_theta F_ij`` of grad_theta psi_i to L (our choice: the paper's L is a Lipschitz bound, never
-  enforced); the s-change then moves the averaged gradient by <= 2L/m <= the theorem's sqrt(8) D
-  L/(m sqrt(rho)) whenever D >= sqrt(rho/2) (checked). The record's epsilon is the target, its
-  accountant ``paper_theorem_3_3``; it lists the theorem's conditions, ``guarantee_covered`` and
-  the caveats. The releases carry the theorem's noise (:meth:`DpFermi._paper_plan`), not its
-  accounting.
-
-Noise scaling (Alg. 1 scales only the theta-noise by lam; privacy needs both): the noise sits on
-the lam-weighted fairness terms; in example mode the whole clipped gradient (loss included) is
-noised. ``code_faithful=True`` (sensitive-attribute privacy only: the released code is not
-example-level DP) reproduces the released code v1: single ERMI term (F = [p], only
-group 0's column, 1 x 1 W), W0 ~ N(0, 1), shuffled batches with the last partial batch kept, T =
-epochs * ceil(n/m), the whole batch-mean theta gradient clipped to L, theta noise sigma_theta not
-scaled by lam, W noise lam sigma_w, and for equalized odds the unweighted sum of per-label
-batch-subset means.
-
-Deviations from the paper / code, and why:
-
-* theta0 = 0 in every mode (the code uses PyTorch's random Linear init; the problem is the same).
-* Poisson batches of expected size m (divided by m) outside code-faithful mode: the moments
-  accountant behind Thm. 3.3 assumes random subsampling, the code shuffles.
-* Equalized odds, non-code-faithful sensitive-attribute mode: rho is the smallest conditional
-  group share ``min_y (min_r n_{y,r} - 1) / n_y``, the bound the sensitivity argument of Thm. 3.3
-  needs when the per-label terms use P_{S|Y}; the code uses the marginal rho.
-* The code-faithful W0 is projected onto the ball (only matters if |W0| > w_radius).
+Privacy (``privacy``): ``"example"`` (default; add/remove one example, Poisson batches,
+per-example clipping, sigma calibrated on the event derived from :func:`fermi_releases`) or
+``"sensitive_attribute"`` (Thm. 3.3's closed-form noise; its Lipschitz assumption made true by
+clipping the s-dependent part of the theta-gradient). ``code_faithful=True`` reproduces the
+released code v1. The derivation, both privacy arguments, the code-faithful details and the
+deviations with their reasons: ``papers/dpfermi/NOTES.md``.
 """
 
 from __future__ import annotations
