@@ -25,37 +25,10 @@ constraints for k groups. Lagrangian ``L(h, lambda) = err(h) + sum_j lambda_j g_
 
 Output: the uniform mixture of h_1..h_T (:class:`LogisticMixture`).
 
-Privacy (add/remove one example; DESIGN.md): each run declares its releases
-(:func:`jagielski_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from
-them. The 2k cell counts are released once with Gaussian noise (l2 sensitivity 1: an example
-sits in one cell); every per-example oracle gradient ``w_i (sigmoid(z_i) - label_i) [x_i, 1]``
-depends only on the example and on released values (lambda, noisy counts, the public n), and is
-clipped to C, so each Poisson-sampled step is a sampled Gaussian of multiplier sigma; the
-auditor's cell sums have l2 sensitivity 1 (a 0/1 prediction in one cell). The whole run is ONE
-event, ``Composed([Gaussian(s_c), SelfComposed(Composed([DP-SGD(q, sigma, S), Gaussian(s_a)]),
-T)])`` with ``s_a = auditor_noise_ratio * sigma`` and ``s_c = count_noise_ratio * sigma``; sigma
-is the one scalar calibrated to the target (epsilon, delta). As elsewhere in the project, n (and
-hence q = batch_size / n) is public.
-
-Deviations from the papers, and why:
-
-* the learner is not an exact best response (Agarwal: any cost-sensitive oracle, in practice
-  logistic regression; Jagielski: the exponential mechanism in theory, a heuristic in practice)
-  but S warm-started DP-SGD steps of the weighted logistic loss: a heuristic oracle whose
-  privacy the accountant can bound;
-* Gaussian instead of Laplace noise on the auditor's statistics, so that the whole run is a
-  composition of Gaussian and sampled-Gaussian releases that dp_accounting accounts tightly;
-* the group counts (denominators of the rates and of the costs) are privatised once, since the
-  oracle's per-example weights depend on them (exact counts would let one example move every
-  other example's gradient);
-* the oracle's weights are divided by their mean under the noisy counts, ``sum_c n_hat_c
-  |Delta_c| / sum_c n_hat_c`` (a post-processed public value): the weighted problem's minimiser
-  is unchanged and ``lr`` / ``clip`` keep the scale of plain DP-SGD logistic regression;
-* a fixed exponentiated-gradient step ``eg_lr`` and a fixed round count T (Agarwal's code
-  shrinks the step and stops at a duality-gap tolerance, which would need further private
-  releases);
-* privacy of whole examples (add/remove one), stronger than the papers' sensitive-attribute-only
-  relation (DP-FERMI Def. 2.2), as for every method of this project.
+Privacy (add/remove one example): the 2k noisy cell counts once, then per round one DP-SGD
+oracle step set and one Gaussian auditor release, all in ONE event derived from
+:func:`jagielski_releases`, one sigma calibrated to (epsilon, delta). The privacy argument and
+the deviations from both papers, with their reasons: ``papers/dpfermi/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ batch (rate q, expected size B = qn):
    release and the gradient release: the one accounted Laplace release still covers it.
 
 Privacy: the histogram and the gradient are released from the SAME Poisson batch, so each step is
-``PoissonSampled(q, Composed([Gaussian(sigma), Laplace(b)]))`` (DESIGN.md); T is the largest step
-count (<= ``max_steps``) whose epsilon is within the target. The paper's released accounting
-(separately sampled PLDs, as the released code does) is recorded beside it. Choices: plain
-(untempered) cross-entropy, tempered softmax (exp(+tau z), the sign typo fixed) inside the
-constraints only (the paper's exp(-tau z) sign is a typo); no clipping of the dual gradient (the
-released code clips constraint values).
+``PoissonSampled(q, Composed([Gaussian(sigma), Laplace(b)]))`` (docs/architecture.md); T is the
+largest step count (<= ``max_steps``) whose epsilon is within the target. The paper's released
+accounting (separately sampled PLDs, as the released code does) is recorded beside it. Choices:
+plain (untempered) cross-entropy, tempered softmax (exp(+tau z): the paper's exp(-tau z) is a
+sign typo) inside the constraints only; no clipping of the dual gradient (the released code clips
+constraint values).
 """
 
 from __future__ import annotations

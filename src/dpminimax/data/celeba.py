@@ -10,7 +10,7 @@ files; one directory per set of sources, keyed by their sha256s), so
 ``torchvision.datasets.CelebA(root, download=False)`` reads the same directory. We parse the two
 text files we need (``list_eval_partition.txt``, ``list_attr_celeba.txt``) and open the JPEGs
 with PIL ourselves, with the same transform, instead of going through torchvision's class
-(DESIGN.md: image datasets go through torchvision's classes): that class re-checks the md5s of
+(our rule: image datasets go through torchvision's classes): that class re-checks the md5s of
 the text files against its own pinned list, so a synthetic stand-in in the canonical format
 (``dpminimax.data.standin``) could never be read by it. The files were already verified against
 the same md5s when located; a test checks that our reader and torchvision's class return the

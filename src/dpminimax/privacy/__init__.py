@@ -1,6 +1,6 @@
 """Privacy accounting: algorithms build dp_accounting DpEvents, this package interprets them.
 
-See DESIGN.md, "Privacy accounting". Modules: :mod:`.events` (building / serialising events),
+See docs/architecture.md, "Releases". Modules: :mod:`.events` (building / serialising events),
 :mod:`.accounting` (epsilon and the per-run record), :mod:`.pld_product` (the tight PLD of
 same-batch Gaussian / Laplace releases, Poisson-subsampled product pair), :mod:`.rdp_general` (RDP
 maths, including the general Poisson-subsampling bound), :mod:`.calibrate` (noise / step
