@@ -3,17 +3,19 @@ inner solvers (A1-OP) and its parameter set (our derivation from Theorem 4.1 wit
 constant explicit): the smallest alpha for which
 
 1. lambda = max{2 B / alpha, lambda_min} (the penalty gap B / lambda <= alpha / 2; A5's floor);
-2. T = ceil((256 / 3) L_lambda Delta_h / alpha^2) (Proposition 4.6 with target alpha / 2, §2.6);
+2. T = ceil((256 / 3) L_lambda Delta_h / alpha^2) (Proposition 4.6 with target alpha / 2, with
+   the constants of its proof);
 3. beta = (L1f + lambda L1g) e_lambda + lambda L1g e_y <= alpha / 16 (the inequality after
-   Lemma 4.4) with the OP inner errors e = s_op (sqrt(d_y) + sqrt(2 ln(4 T / gamma))) (§2.7e,
-   gamma / (4 T) per call as §2.7c), e_lambda + max{0, e_y - L0f / (lambda mu_g)} for y~l
-   (the §2.7b projection onto B(y~, 2 L0f / (lambda mu_g)) can move it that much further);
-4. sigma (sqrt(d_x) + sqrt(2 ln(T / gamma))) <= alpha / 16 (the outer noise, §2.6).
+   Lemma 4.4) with the OP inner errors e = s_op (sqrt(d_y) + sqrt(2 ln(4 T / gamma))) (output
+   perturbation, gamma / (4 T) per call as in Alg. 2's radii), e_lambda + max{0, e_y - L0f /
+   (lambda mu_g)} for y~l (our projection onto B(y~, 2 L0f / (lambda mu_g)) can move it that much
+   further);
+4. sigma (sqrt(d_x) + sqrt(2 ln(T / gamma))) <= alpha / 16 (the outer noise, Prop. 4.6's proof).
 
 The guarantee is then ||G_{F_S,eta}(x_out)|| <= alpha at eta = 1 / (2 L_lambda) with probability
 >= 1 - 3 gamma / 2 (gamma / 2 over the 2 T inner calls, gamma over the T outer draws). The
 noise levels are the method's own: sigma, s_op for y* and y^lambda are read from
-:meth:`DpBilevel.plan` at (epsilon, delta, lambda, T) (the zCDP split of §2.7a).
+:meth:`DpBilevel.plan` at (epsilon, delta, lambda, T) (our zCDP split).
 
 Lemma 4.3's constants (the paper cites Kwon et al. 2023 / Chen et al. 2024 without constants;
 derived here, README "A-priori alpha_pred"), with kappa_g = L1g / mu_g, s = sqrt(1 + kappa_g^2),
@@ -82,7 +84,7 @@ def penalty_constants(constants: BilevelConstants, reach: float) -> PenaltyConst
 
 @dataclass(frozen=True)
 class AlphaPrediction:
-    """One alpha with the parameter set §5.2 assigns to it and both sides of its conditions:
+    """One alpha with the parameter set Thm. 4.1 assigns to it and both sides of its conditions:
     ``lam``, ``outer_steps`` T, ``initial_gap`` Delta_h, the noise ``sigma`` of the mean outer
     vector and ``inner_sigma`` (y, y_lambda) of the OP releases, their high-probability
     ``inner_errors`` (y~l's with the projection's share), the bias bound ``bias`` and the outer

@@ -1,16 +1,16 @@
 """The private inner solvers of DP bilevel Algorithm 1 line 3 (Alg. 2, DP-Loc-GD, with rigorous
 privacy), for R runs.
 
-The two strongly convex subproblems of an outer step (:func:`subproblems`, the table of spec
-§2.2 / Cor. 8.3) are solved by
+The two strongly convex subproblems of an outer step (:func:`subproblems`, Alg. 2's
+parameters / Cor. 8.3) are solved by
 
-* ``op``, output perturbation (§2.7e, allowed by footnote 4): the exact argmin released once
+* ``op``, output perturbation (allowed by footnote 4): the exact argmin released once
   with the replace-one sensitivity 2 L / (mu n) of strongly convex ERM with L-Lipschitz
   examples;
 * ``loc_gd``, DP-Loc-GD (Algorithm 2): M rounds of T_GD projected noisy gradient steps with
   eta_t = 1 / (mu (t + 1)) restarting every round, each round's average over y_0..y_{T_GD-1}
-  (A6) the next round's centre, radii R_m of §2.7c, M of A8, T_GD of §2.7d (A9). Each step
-  releases the sum of the examples' gradients clipped at L (§2.7b: replace-one sensitivity
+  (A6) the next round's centre, radii R_m of Alg. 2's analysis, M of A8, its T_GD (A9). Each step
+  releases the sum of the examples' gradients clipped at L (replace-one sensitivity
   2 L, unconditionally).
 
 Noise only enters through the releases the plan declares (:class:`BatchedRelease`).
@@ -43,7 +43,7 @@ class Subproblem:
     radius: float
 
     def output_sensitivity(self, n: int) -> float:
-        """Replace-one sensitivity of the exact argmin, 2 L / (mu n) (§2.7e)."""
+        """Replace-one sensitivity of the exact argmin, 2 L / (mu n)."""
         return 2.0 * self.lipschitz / (self.mu * n)
 
 
@@ -95,10 +95,10 @@ def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call:
                     gamma: float, steps: int | None = None,
                     rounds: int | None = None) -> LocGdSchedule:
     """M = max{1, ceil(log2 ln(mu eps' n / L))} (A8) unless ``rounds`` (1: non-localized DP-GD,
-    A1-GD); T_GD = max{100, ceil(2 n^2 rho (1 + ln n) / (M d_y))} (§2.7d) unless ``steps``;
-    zCDP noise: the M T_GD releases of the call cost ``rho`` together (sigma_GD = (2 L / n)
-    sqrt(M T_GD / (2 rho)), §2.7a); radii of §2.7c with the full-batch K_m = 2 R_m sigma_GD
-    and failure probability ``gamma``."""
+    A1-GD); T_GD = max{100, ceil(2 n^2 rho (1 + ln n) / (M d_y))} (Alg. 2's analysis) unless
+    ``steps``; zCDP noise: the M T_GD releases of the call cost ``rho`` together (sigma_GD = (2 L /
+    n) sqrt(M T_GD / (2 rho)), our zCDP split); Alg. 2's radii with the full-batch K_m = 2 R_m
+    sigma_GD and failure probability ``gamma``."""
     if rounds is None:
         ratio = sub.mu * epsilon_call * n / sub.lipschitz
         rounds = max(1, math.ceil(math.log2(math.log(ratio)))) if ratio > math.e else 1
@@ -111,7 +111,7 @@ def loc_gd_schedule(sub: Subproblem, n: int, d_y: int, rho: float, epsilon_call:
 
 def localized_radii(sub: Subproblem, n: int, d_y: int, gamma: float, rounds: int, steps: int,
                     multiplier: float, first: float) -> tuple[float, ...]:
-    """R_0 = ``first``, R_1..R_M of §2.7c (full batch: K_m = 2 R_m sigma_GD), sigma_GD =
+    """R_0 = ``first``, R_1..R_M of Alg. 2's analysis (full batch: K_m = 2 R_m sigma_GD), sigma_GD =
     (2 L / n) ``multiplier``; R_M bounds the output's error with probability 1 - gamma."""
     sigma = 2.0 * sub.lipschitz / n * multiplier
     noise = sigma ** 2 * (math.sqrt(d_y) + math.sqrt(2 * math.log(4 * rounds * steps / gamma))

@@ -1,15 +1,15 @@
 """DP bilevel optimization (Kornowski): Algorithm 1 (full batch) with the rigorous
-instantiation of §2.7, its non-private references and its diagnostics, one program for all.
+instantiation, its non-private references and its diagnostics, one program for all.
 
 Per outer step t (Alg. 1): the two inner solutions y~_t ~ y*(x_t) and y~l_t ~ y^lambda(x_t)
 (:mod:`.bilevel_inner`: ``op`` or ``loc_gd``), projected onto Y and y~l onto
-B(y~, 2 L0f / (lambda mu_g)) (§2.7b, A4; post-processing), then the outer vector of line 4, the
+B(y~, 2 L0f / (lambda mu_g)) (A4; post-processing), then the outer vector of line 4, the
 mean of grad_x f_i(x, y~l) + lambda (grad_x g_i(x, y~l) - grad_x g_i(x, y~)) clipped at C_out
 (:attr:`~dpminimax.problems.bilevel.BilevelConstants.outer_bound`), released with Gaussian
 noise, and the projected step of line 5. The output is x_{t_out}, t_out = argmin_t
 ||x_{t+1} - x_t|| (lines 7-8).
 
-Privacy (§2.7a, A1): the zCDP budget rho* = (sqrt(eps + ln(1/delta)) - sqrt(ln(1/delta)))^2
+Privacy (our zCDP split, A1): the zCDP budget rho* = (sqrt(eps + ln(1/delta)) - sqrt(ln(1/delta)))^2
 split equally over the 3 T mechanisms (each inner call and each outer release: rho* / (3 T)),
 every one a Gaussian release with its replace-one sensitivity (2 C / n for a mean of
 contributions bounded by C; released as the sum, sensitivity 2 C). The plan's release tree is
@@ -18,7 +18,7 @@ derives epsilon from it; the paper's own per-mechanism budget (eps / sqrt(18 T),
 delta / (3 (T + 1))) composed by Lemma 2.1 is recorded beside it (``epsilon_paper_accounting``).
 
 Schedule (:func:`outer_schedule`): lambda and T are the parameters ``lam`` and ``outer_steps``
-(``schedule: fixed``) or §5.2's schedule in the dominant regime (``schedule: theory``); the
+(``schedule: fixed``) or Thm. 4.1's schedule in the dominant regime (``schedule: theory``); the
 plan records the values used (``lam``, ``outer_steps``) and calibrates to that T.
 
 Methods (our study), one program: ``dp_bilevel`` (A1-OP), ``dp_bilevel_locgd``
@@ -75,7 +75,7 @@ from dpminimax.tasks.bilevel import BILEVEL_OPTIMIZATION
 RELEASES = ("inner_y", "inner_y_lambda", "outer")
 SHARED = ("problem", "instance", "start_gradient", "d_x", "d_y", "n", "outer_steps",
           "inner_steps", "accountant", "schedule", "c_T")
-#: §5.2's schedule multipliers, frozen at the argmin of the pilot's median ||G_{F_S,eta}||
+#: Thm. 4.1's schedule multipliers, frozen at the argmin of the pilot's median ||G_{F_S,eta}||
 #: (our pilot, papers/bilevel/README.md: experiment e3_pilot, P-A at n = 10^4, epsilon 1, on seeds
 #: no evaluation run uses; claim schedule_multipliers_frozen checks that they agree). At
 #: n = 10^4, epsilon 1, d_y = 16 they give lambda = 5.36 and T = 4. Tuned on P-A only.
@@ -83,13 +83,13 @@ C_LAM, C_T = 0.395, 0.019375
 
 
 def zcdp_budget(epsilon: float, delta: float) -> float:
-    """rho* with rho* + 2 sqrt(rho* ln(1/delta)) = epsilon (the zCDP -> DP conversion, §2.7a)."""
+    """rho* with rho* + 2 sqrt(rho* ln(1/delta)) = epsilon (the zCDP -> DP conversion)."""
     log = math.log(1.0 / delta)
     return (math.sqrt(epsilon + log) - math.sqrt(log)) ** 2
 
 
 def paper_epsilon(epsilon: float, delta: float, outer_steps: int) -> float:
-    """Alg. 1's own accounting taken literally (§2.5, A1): three mechanisms per step at
+    """Alg. 1's own accounting taken literally (Sec. 4, A1): three mechanisms per step at
     (eps / sqrt(18 T), delta / (3 (T + 1))) compose to eps_0 = eps / sqrt(2 T),
     delta_0 = delta / (T + 1), and Lemma 2.1 gives sqrt(2 T ln(1/delta_0)) eps_0 + 2 T eps_0^2
     (about 5.15 at eps 1, delta 1e-5, T 300)."""
@@ -100,7 +100,7 @@ def paper_epsilon(epsilon: float, delta: float, outer_steps: int) -> float:
 
 def outer_schedule(params: dict[str, Any], epsilon: float, n: int, d_y: int,
                    lambda_min: float) -> dict[str, Any]:
-    """A run's lambda and T: ``lam`` and ``outer_steps`` (``schedule: fixed``), or §5.2's
+    """A run's lambda and T: ``lam`` and ``outer_steps`` (``schedule: fixed``), or Thm. 4.1's
     schedule in the dominant regime (``theory``): with s = epsilon n / sqrt(d_y), lambda =
     c_lam s^(1/3) raised to ``lambda_min`` where below it (A5; ``lam_raised``) and T =
     ceil(c_T s^(2/3)). The non-private twins have no epsilon: they take epsilon = 1, the
@@ -274,10 +274,10 @@ class DpBilevelLocGd(DpBilevel):
 class DpBilevelLocGdWarm(DpBilevelLocGd):
     """A1-LocGD with A7's warm start (our ablation): each DP-Loc-GD call after the
     first starts from the previous call's release (post-processing) with R_0 = R_M + Lip
-    ||x_t - x_{t-1}||, R_M the previous call's high-probability error bound (§2.7c) and Lip
-    that of the solution map (y*: L1g / mu_g; y^lambda: 4 L1g / mu_g, Lemma 8.4); the later
-    radii follow §2.7c from it. The noise and the privacy plan are A1-LocGD's: the radii and
-    the start are public functions of released values."""
+    ||x_t - x_{t-1}||, R_M the previous call's high-probability error bound (Alg. 2's analysis) and
+    Lip that of the solution map (y*: L1g / mu_g; y^lambda: 4 L1g / mu_g, Lemma 8.4); the later
+    radii follow Alg. 2's analysis from it. The noise and the privacy plan are A1-LocGD's: the
+    radii and the start are public functions of released values."""
 
     name: ClassVar[str] = "dp_bilevel_locgd_warm"
     label: ClassVar[str] = "DP bilevel, Alg. 1 with DP-Loc-GD, warm-started (A7)"
@@ -331,8 +331,8 @@ class DpBilevelMinibatchLocSgd(DpBilevelMinibatch):
     """Algorithm 3 with DP-Loc-SGD inner solvers (Algorithm 4): Algorithm 2's rounds, radii
     and steps with each step's gradient the mean over a Poisson(b_in / n) batch (normalised by
     b_in) of the examples' gradients clipped at L (sensitivity L, add-or-remove-one). The radii
-    are the full-batch ones of §2.7c: projecting is post-processing, so privacy does not rest
-    on them; the sampling noise they omit can only cost accuracy."""
+    are the full-batch ones of Alg. 2's analysis: projecting is post-processing, so privacy does
+    not rest on them; the sampling noise they omit can only cost accuracy."""
 
     name: ClassVar[str] = "dp_bilevel_minibatch_locsgd"
     label: ClassVar[str] = "DP bilevel, Alg. 3 with DP-Loc-SGD inner (Alg. 4)"
@@ -396,7 +396,7 @@ def inner_schedules(problem: BilevelProblem, params: dict[str, Any], n: int, eps
                     rho: float) -> dict[str, LocGdSchedule]:
     """Each subproblem's DP-Loc-GD schedule (none unless the inner solver is ``loc_gd``):
     eps' = eps / sqrt(18 T) (for M, A8, unless ``inner_rounds``), gamma / (4 T) per call
-    (§2.7c), T_GD of §2.7d unless ``inner_steps``."""
+    (Alg. 2's analysis), its T_GD unless ``inner_steps``."""
     if params["inner"] not in ("loc_gd", "loc_sgd"):
         return {}
     steps = int(params["outer_steps"])
@@ -429,7 +429,7 @@ def outer_release(problem: BilevelProblem, outer: str, rho: float, aid: bool = F
     """The outer sum's release: sensitivity 2 C_out (2 C_AID for DP-AID's n Eq. (1)), each
     example's vector clipped at half of it (replace-one), at cost ``rho`` (``full``), no noise
     (``none``, D2), or noise for the data dependence of grad_x f alone with nothing clipped
-    (``upper_only``, the naive outer step of §3.2 M2: none on P-A and P-D, whose grad_x f
+    (``upper_only``, the naive outer step, our attack's M2: none on P-A and P-D, whose grad_x f
     reads no data)."""
     constants = problem.constants
     bound = 2.0 * (constants.aid_bound if aid else constants.outer_bound)
@@ -483,9 +483,9 @@ class _WarmStart:
 class BilevelProgram:
     """R runs of Alg. 1 (module docstring); one :meth:`step` is one outer iteration. ``state``
     is the output x_{t_out}; ``counters`` are each run's largest inner errors and bias
-    ||g_t - grad L*_lambda(x_t)|| over the steps and how often the projection of §2.7b was
+    ||g_t - grad L*_lambda(x_t)|| over the steps and how often our outer projection (A4) was
     active (evaluation only: they read the exact inner solutions). ``released`` holds the last
-    step's inner releases y~ and y~l, projected onto Y (post-processing), before §2.7b's
+    step's inner releases y~ and y~l, projected onto Y (post-processing), before A4's
     projection (what an attack on the releases reads)."""
 
     def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
@@ -645,7 +645,7 @@ class BilevelProgram:
             projected = outside_ball(unprojected, y, self.y_radius)
             total = (self.n * problem.public_outer(x, y, y_lambda, self.lam) if self.public_outer
                      else self._outer_sum(x, y, y_lambda))
-        # Section 7's outer vector is post-processing of the inner releases (§4.3, A14); a
+        # Section 7's outer vector is post-processing of the inner releases (A14); a
         # mini-batch sum is normalised by its expected size q n (Alg. 3)
         scale = (self.rate * self.n).unsqueeze(-1)
         direction = (total if self.public_outer else
@@ -723,7 +723,7 @@ class BilevelD2(DpBilevel):
 
 
 class NaiveOuter(DpBilevel):
-    """Naive outer (§3.2 M2): exact inner solutions, outer noise calibrated to f's data
+    """Naive outer (our attack's M2): exact inner solutions, outer noise calibrated to f's data
     dependence only; its record shows the leak (epsilon inf, guarantee not covered)."""
 
     name: ClassVar[str] = "bilevel_naive_outer"

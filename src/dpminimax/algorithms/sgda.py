@@ -3,8 +3,8 @@ gradient-perturbation baseline of the BYOA and DP-DRO papers), and its non-priva
 
 One method for every objective: the problem is a parameter (its blocks, per-example oracles and
 exact answers are data, issue #17 item 4). Each of R runs draws its own sample of ``n`` examples
-from the problem (stream ``(seed, "data")``: a fresh dataset per seed, as the weak gap of spec
-003 §5.5 needs) and, per step, a Poisson(q) batch; for every block b the per-example gradients
+from the problem (stream ``(seed, "data")``: a fresh dataset per seed, as the weak gap
+needs) and, per step, a Poisson(q) batch; for every block b the per-example gradients
 are clipped to ``clip`` (default: the problem's a-priori Lipschitz constant L, so on the
 feasible set clipping changes nothing and the sensitivity holds for any data) and summed, one
 Gaussian release per block on the same batch; minimized blocks descend, maximized blocks ascend,

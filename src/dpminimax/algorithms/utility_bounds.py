@@ -75,8 +75,8 @@ def phased_minimax_bounds(problem: Problem, n: int, epsilon: float,
 def csc_bounds(problem: Problem, n: int, epsilon: float, delta: float) -> dict[str, float]:
     """Corollary 4.9 (C-SC variant): max_y E F(x~_K, y) - F(x*, y*) <= 6 L D log(n)
     (1 / sqrt(n) + 4 sqrt(d_x log(2.5 / delta)) / (n epsilon)) + L^2 log(n)^2 (8 / (mu_y n) +
-    65 d_x log(2.5 n / delta) / (mu_y n^2 epsilon^2)) (the log(2.5 n / delta) as printed, spec
-    003 §7 row 20); it bounds E Phi(x~_K) - Phi(x*) too, the population primal gap."""
+    65 d_x log(2.5 n / delta) / (mu_y n^2 epsilon^2)) (the log(2.5 n / delta) as printed); it
+    bounds E Phi(x~_K) - Phi(x*) too, the population primal gap."""
     constants = problem.constants
     x, y = problem.blocks
     lipschitz, mu_y, log_n = constants.lipschitz, constants.strong_convexity[y.name], math.log2(n)

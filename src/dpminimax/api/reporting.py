@@ -106,7 +106,7 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
     if "data_standin" in runs.columns:  # stand-in runs measure nothing the paper claims
         runs = runs.loc[~runs["data_standin"].astype(bool)]
     claims = load_claims(claims_path)
-    if experiments := alpha_pred_experiments(claims):  # DP bilevel's §5.2 collapse claims
+    if experiments := alpha_pred_experiments(claims):  # DP bilevel's Thm. 4.1 collapse claims
         runs = with_alpha_pred(runs, experiments)
     plotted = load_reported(reported) if reported else None
     values = {**measured_gains(runs, gain_experiments(claims)), **measured_freezes(runs, claims),

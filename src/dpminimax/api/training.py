@@ -373,13 +373,12 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
 
 def leak(settings: Mapping[str, Any], csv_out: str | Path, figure_out: Sequence[str | Path],
          claims_out: str | Path) -> pd.DataFrame:
-    """The DP bilevel paper's Section 3 leak attack (``leak:`` in its experiments.yaml; spec
-    002 §3.2) on Example 3.1 at each of its (d, n) settings
-    (:func:`dpminimax.attacks.bilevel_leak.leak_settings`): AUC, empirical epsilon and
-    reconstruction error of M0-M3 (:func:`dpminimax.attacks.bilevel_leak.leak_study`; one row
-    per setting x mechanism x epsilon) as one table and one figure (a row of panels per
-    setting), and the values its claims read, per setting (``{"claims": {id_d<d>_n<n>:
-    value}}``, like a paper benchmark's)."""
+    """The DP bilevel paper's Section 3 leak attack (``leak:`` in its experiments.yaml) on Example
+    3.1 at each of its (d, n) settings (:func:`dpminimax.attacks.bilevel_leak.leak_settings`): AUC,
+    empirical epsilon and reconstruction error of M0-M3
+    (:func:`dpminimax.attacks.bilevel_leak.leak_study`; one row per setting x mechanism x epsilon)
+    as one table and one figure (a row of panels per setting), and the values its claims read, per
+    setting (``{"claims": {id_d<d>_n<n>: value}}``, like a paper benchmark's)."""
     from dpminimax.attacks.bilevel_leak import leak_settings, leak_study
     from dpminimax.report.bilevel_leak import draw_leak, leak_claims
 

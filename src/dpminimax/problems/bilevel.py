@@ -76,7 +76,7 @@ class BilevelConstants:
 
     @property
     def outer_bound(self) -> float:
-        """C_out = L0f + 2 L1g L0f / mu_g (§2.7b): the norm bound of one example's outer vector
+        """C_out = L0f + 2 L1g L0f / mu_g (A4): the norm bound of one example's outer vector
         grad_x f_i(y~l) + lambda (grad_x g_i(y~l) - grad_x g_i(y~)) once y~l is projected onto
         B(y~, 2 L0f / (lambda mu_g)); the bound of Lemma 4.5, independent of lambda."""
         return self.l0f + 2.0 * self.l1g * self.l0f / self.mu_g
@@ -152,7 +152,8 @@ class BilevelProblem(ABC):
     @abstractmethod
     def penalty_solution(self, x: torch.Tensor, lam: torch.Tensor,
                          stats: Stats) -> torch.Tensor:
-        """y^lambda(x) = argmin_y f_S(x, y) + lambda g_S(x, y) (§1.6), ``lam`` (R,)."""
+        """y^lambda(x) = argmin_y f_S(x, y) + lambda g_S(x, y) (the penalty reformulation, Sec.
+        4.1), ``lam`` (R,)."""
 
     @abstractmethod
     def hypergradient_at(self, x: torch.Tensor, y: torch.Tensor, stats: Stats) -> torch.Tensor:
@@ -201,7 +202,8 @@ class BilevelProblem(ABC):
 
     def gradient_mapping(self, x: torch.Tensor, gradient: torch.Tensor,
                          eta: torch.Tensor) -> torch.Tensor:
-        """G_{v,eta}(x) = (x - Proj_X(x - eta v)) / eta (§1.3), ``eta`` (R,)."""
+        """G_{v,eta}(x) = (x - Proj_X(x - eta v)) / eta (the paper's gradient mapping), ``eta``
+        (R,)."""
         eta = eta.unsqueeze(-1)
         return (x - self.x.project(x - eta * gradient)) / eta
 

@@ -6,10 +6,10 @@ the points fall on a line of slope 1. Two predictions (``against``):
 
 * ``rate``: Theorem 4.1's rate without its constants,
   P(n, epsilon, d_x, d_y) = (sqrt(d_x) / (epsilon n))^(1/2) + (sqrt(d_y) / (epsilon n))^(1/3);
-* ``alpha_pred``: §5.2's a-priori alpha_pred of A1-OP with every constant explicit
+* ``alpha_pred``: Thm. 4.1's a-priori alpha_pred of A1-OP with every constant explicit
   (:mod:`dpminimax.algorithms.bilevel_alpha_pred`), computed per configuration (problem,
   instance, n, epsilon, delta, d_x, d_y, gamma: the runs' columns); measured = alpha_pred, the
-  bound itself, is drawn dashed. The runs keep their own lambda and T (fixed or §5.2's
+  bound itself, is drawn dashed. The runs keep their own lambda and T (fixed or Thm. 4.1's
   schedule), not alpha_pred's parameter set.
 """
 
@@ -40,7 +40,7 @@ ALPHA_COLUMNS = ("p_problem", "p_instance", "delta", "p_gamma")
 #: alpha_pred's parameter set and binding term, recorded beside it.
 PREDICTION_COLUMNS = ("alpha_pred", "alpha_pred_lam", "alpha_pred_steps", "alpha_pred_binding")
 XLABELS = {"rate": "(√d_x / εn)^(1/2) + (√d_y / εn)^(1/3)",
-           "alpha_pred": "α_pred (§5.2, a-priori, explicit constants)"}
+           "alpha_pred": "α_pred (Thm. 4.1, a-priori, explicit constants)"}
 
 
 def predicted_rate(n, epsilon, d_x, d_y):

@@ -61,7 +61,7 @@ class RateAxis:
     panel: tuple[str, ...] = ()
 
 
-#: The x axes of a rate figure by column: n (§5.7 item 1), epsilon and d (item 2; ``d`` is
+#: The x axes of a rate figure by column: n, epsilon and d (BYOA; ``d`` is
 #: the column ``d`` or the job parameter ``p_d``, one panel per n); DP bilevel's d_x and d_y
 #: (the job parameters ``p_d_x``, ``p_d_y``, one panel per n) and
 #: Alg. 3's outer and Alg. 4's inner batch sizes (plot 7, ``p_batch_out``, ``p_batch_in``)

@@ -87,7 +87,7 @@ DIMENSION_RATE = {"SC": 1.0, "convex": 1 / 2}
 BILEVEL_RATE = {"upper_term": -1 / 2, "lower_term": -1 / 3}
 #: ... and Thm. 6.1's population term (d_x / n)^(1/2).
 BILEVEL_POPULATION_RATE = {"population_term": -1 / 2, "lower_term": -1 / 3}
-#: ... and in the dimensions (§5.2): the upper-level term's +1/4 in d_x, the lower-level
+#: ... and in the dimensions (Thm. 4.1): the upper-level term's +1/4 in d_x, the lower-level
 #: term's +1/6 in d_y.
 BILEVEL_DX_RATE = {"upper_term": 1 / 4}
 BILEVEL_DY_RATE = {"lower_term": 1 / 6}
@@ -167,7 +167,7 @@ FIGURES: dict[str, Drawer] = {
                                    reference=BILEVEL_RATE),
     "gradient_mapping_vs_epsilon": _rate("gradient_mapping_norm", STATIONARITY,
                                          against="epsilon", reference=BILEVEL_RATE),
-    "population_gradient_mapping_vs_n": _rate(                             # §6.2 plot 8
+    "population_gradient_mapping_vs_n": _rate(                             # our plot 8
         "population_gradient_mapping_norm", "||G_{F_P,η}(x_out)|| (population)",
         reference=BILEVEL_POPULATION_RATE),
     "inner_error_vs_n": _rate("inner_error_max", "max_t ||ỹ_t − y*(x_t)||",
@@ -184,12 +184,12 @@ FIGURES: dict[str, Drawer] = {
                                           against="batch_in", reference=FLAT_RATE),
     "gradient_mapping_vs_lam": _rate("gradient_mapping_norm", STATIONARITY, against="lam",
                                      reference=PENALTY_RATE),
-    "gradient_mapping_collapse": lambda table, req: plot_collapse(        # §6.2 plot 4
+    "gradient_mapping_collapse": lambda table, req: plot_collapse(        # our plot 4
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths)),
-    "gradient_mapping_vs_alpha_pred": lambda table, req: plot_collapse(   # §6.2 plot 4, §5.2
+    "gradient_mapping_vs_alpha_pred": lambda table, req: plot_collapse(   # our plot 4, Thm. 4.1
         table, "gradient_mapping_norm", ylabel=STATIONARITY, out_paths=list(req.out_paths),
         against="alpha_pred"),
-    "pilot_multipliers": lambda table, req: plot_pilot(    # DP bilevel §5.2's pilot
+    "pilot_multipliers": lambda table, req: plot_pilot(    # DP bilevel Thm. 4.1's pilot
         table, out_paths=list(req.out_paths)),
     # DP bilevel Section 7 (E6): one panel per n
     "tuning_test_loss_vs_epsilon": _tuning("excess_test_loss",
@@ -244,9 +244,9 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "slopes_inner_error_vs_batch_in": lambda table: slopes_table(
         table, "inner_error_max", predicted=FLAT_RATE, against="batch_in"),
     "output_rule": output_rule_table,        # DP bilevel E9
-    "slopes_gradient_mapping_vs_alpha_pred": lambda table: collapse_table(  # DP bilevel §5.2
+    "slopes_gradient_mapping_vs_alpha_pred": lambda table: collapse_table(  # DP bilevel Thm. 4.1
         table, "gradient_mapping_norm"),
-    "pilot_multipliers": pilot_table,        # DP bilevel §5.2's schedule pilot (A2, A22)
+    "pilot_multipliers": pilot_table,        # DP bilevel Thm. 4.1's schedule pilot (A2, A22)
     "table3_accuracy": table3_accuracy,      # DP-DRO Table 3
     "table2_mia": table2_mia,                # DP-DRO Table 2
 }

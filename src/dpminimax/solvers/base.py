@@ -278,7 +278,7 @@ def certificate(subproblem: Subproblem, point: Point, operator: Point) -> torch.
       the unconstrained residual, tight at an interior solution);
     * with the natural residual r = z - Pi_Z(z - G(z) / l_G): sqrt(M) <= l_G ||r|| /
       sqrt(min_b m_b) + l_G sqrt(sum_b ||r_b||^2 / m_b) (the projection inequality at
-      Pi_Z(...) against the VI at z*; the weighted form of §2.9a's
+      Pi_Z(...) against the VI at z*; the weighted form of the usual
       (1 + eta l_G) / (eta mu) ||r||, valid when z* is on the boundary).
 
     The computed r is exact only up to rounding: it gets 4 eps (||z|| + ||G|| / l_G + 1) added
@@ -346,7 +346,7 @@ def variance_reduced(subproblem: Subproblem, start: Point, prox: Quadratic,
                      shift: Mapping[str, float], step: float | torch.Tensor,
                      inner: int | torch.Tensor, average: bool = False) -> Point:
     """The SVRG loop shared by prox-SVRG, Xiao-Zhang's Prox-SVRG and
-    Palaniappan-Bach (§2.9d): per epoch the full data operator at the snapshot (n; it
+    Palaniappan-Bach: per epoch the full data operator at the snapshot (n; it
     certifies the snapshot), then ``inner`` steps z <- prox(z - step g) with g = B_i(z) - shift z
     - B_i(snapshot) + B(snapshot), i uniform (the data's own moduli ``shift`` moved into
     ``prox``); the next snapshot is the last iterate, or with ``average`` the mean of the

@@ -1,5 +1,5 @@
-"""Bilevel optimization on a problem with exact answers (:mod:`dpminimax.problems.bilevel`; spec
-002 §6.2 "Metrics"): each run's output x_out is measured on its own sample, exactly.
+"""Bilevel optimization on a problem with exact answers (:mod:`dpminimax.problems.bilevel`): each
+run's output x_out is measured on its own sample, exactly.
 
 * ``gradient_mapping_norm``, the primary metric: ||G_{F_S,eta}(x_out)|| with the run's eta
   (A18: at x_{t_out}); ``hypergradient_norm`` ||grad F_S(x_out)|| (Eq. (1)); where the
@@ -11,7 +11,7 @@
   (Lemma 4.3 (ii));
 * the program's counters: the largest inner errors ||y~_t - y*(x_t)||,
   ||y~l_t - y^lambda(x_t)|| and bias ||g_t - grad L*_lambda(x_t)|| over the steps, and how
-  often the projection of §2.7b was active;
+  often the outer projection (A4) was active;
 * on a tuning problem (Section 7), the problem's tuning metrics: the tuned omega, the test
   loss of the exact fit at it, and the sample's best omega and its test loss;
 * the trivial baseline (``trivial_<metric>``, issue 36): every metric above that depends on
