@@ -2,38 +2,14 @@
 Table 3), on the KL-constrained compositional problem Eq. (5): min over (x, lam >= lam0) of
 Psi = lam log(g_2) + lam rho with g_2 = mean e^{l_i / lam}.
 
-In units of e^m for a public shift m (g_i = e^{l_i/lam - m}, s = mean g_i, h = mean g_i log g_i)
-the gradients are grad_x Psi = (lam / s) grad_x g_2 = mean (g_i / s) grad l_i and
-grad_lam Psi = log s + m + rho + (lam / s) grad_lam g_2 = rho + log s - h / s, because
-grad_lam g_i = -(g_i / lam)(log g_i + m) (the m terms cancel). Each example's weight is capped at
-W (``weight_cap``), g'_i = min(g_i, W), and its loss gradient is clipped at C before the weight,
-as the Eq. (3) methods do (papers/dpdro/README.md, "Deviation: clipping"). Per step, from one
-Poisson batch (Alg. 3 with our fixes below):
-
-* v (estimate of lam grad_x g_2; per example g'_i clip(grad l_i, C), norm <= W C) and h (per
-  example g'_i log g'_i, in [-1/e, W log W] for W >= 1/e): every ``period`` steps an anchor,
-  otherwise the SPIDER accumulation of per-example differences at w_t and w_{t-1} (typo 1: the
-  printed lines 13-14 drop + v_{t-1}), clipped at min(c ||w_t - w_{t-1}||, bound) (Thm. 8's
-  bounds, made explicit by us; the difference bounds are 2 W C and W log W + 1/e, the range of g
-  log g);
-* s (estimate of g_2): STORM, s_t = mean g'(w_t) + (1 - beta)(s_{t-1} - mean g'(w_{t-1})) +
-  noise (typo 2: the printed line 16 evaluates both terms at w_t); each example's term is in
-  [-(1 - beta) W, W], so the release's bound is W;
-* z = (v / s, rho + log s - h / s) (typo 5: grad f(s) is lam / s), x -= lr z_x,
-  lam -= lr_lam z_lam projected on [lam0, inf) (typo 4).
-
-The paper's per-example clips of (g_i / lam) grad l_i, grad_lam g_i and g_i (at C, C_lam, C_s)
-are not used: clipping (g_i / lam) grad l_i erases the DRO weighting, as clipping w_i grad l_i
-does for Eq. (3); with it the noiseless control predicted one class with a test AUC below chance
-on MNIST-ST, and C = inf alone removed that (the README's ablations). Through h the lam gradient
-is bounded by construction, with no clip C_lam to bias it.
-
-m is updated from the released s (m += log s after each step: post-processing, so public), which
-keeps e^{l/lam} finite (our fix: the SCDRO code's max-loss shift reads the data). One noise
-multiplier for every release, calibrated over the schedule's event. ``scdro`` is the same program
-without noise, cap or clip and with moving averages (the SCDRO code's ``SCCMA``: s, v, h <-
-(1 - beta) old + beta new) in place of SPIDER. v, h and s share their batch (the paper draws
-B1..B4 and xi_0 separately): composed inside one sampling event.
+Per step, from one Poisson batch: SPIDER estimates v (of lam grad_x g_2) and h (mean g log g),
+a STORM estimate s (of g_2), then x -= lr v / s and a projected step of lam along
+rho + log s - h / s. Gradients are computed in units of a public shift e^m (m += log s after
+each step); each example's weight is capped at W (``weight_cap``) and its loss gradient clipped
+at C, so every release has an explicit bound. Alg. 3's typos are fixed. ``scdro`` is the same
+program without noise, cap or clip and with moving averages in place of SPIDER. The derivation,
+the bounds, the typos and why the paper's own clips are not used:
+``papers/dpdro/NOTES.md``.
 """
 
 from __future__ import annotations
