@@ -1,6 +1,6 @@
 """Output perturbation: BYOA (paper 003) Algorithm 1 (strongly convex minimization) and
-Algorithm 3 (SC-SC min-max), and the exact non-private solution (the reference
-references).
+Algorithm 3 (SC-SC min-max), and the exact non-private solution (the
+reference every private error is measured against).
 
 Each run solves its empirical problem with the base solver ``solver`` (:mod:`dpminimax.solvers`):
 ``exact`` (:meth:`~dpminimax.problems.Problem.empirical_solution`, exact to machine precision) or

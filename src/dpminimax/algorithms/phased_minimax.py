@@ -28,21 +28,11 @@ one step per phase and releases, and outputs, x only.
 Ablation ``project: true`` projects every release onto its ball (post-processing: the plan and
 its record do not change; the paper's algorithms release unprojected).
 
-Privacy, derived from the releases (:mod:`dpminimax.privacy.release`). Inside one algorithm the
-phases read disjoint chunks and compose in parallel (:class:`Parallel`, Lemma A.1); Algs. 4 and
-5 read the same data and compose sequentially (:class:`Repeat` of the two parallel trees,
-Lemma 2.1). The event is therefore the composition of two Gaussian mechanisms with the same
-multiplier sigma_k / Delta_k: exactly Alg. 3's two releases, so
-:func:`~dpminimax.algorithms.output_perturbation.output_plan`'s two-release rules apply. The
-paper's sigma_k = (8L / (nbar epsilon)) sqrt(2 ln(5 / delta) / (mu_k mu)) is the multiplier
-2 sqrt(2 ln(5 / delta)) / epsilon (each algorithm at (epsilon / 2, delta / 2): Gaussian at
-(epsilon / 2, delta / 4) plus delta / 4 for the solver); ``sigma="calibrated"`` is the smallest
-multiplier with which the two releases meet (epsilon, delta / 2). The C-SC variant spends the
-full budget on x: the paper's sigma_k = (4L / (nbar epsilon)) sqrt(2 ln(2.5 / delta) / (mu_k
-min(mu_k, mu_y))) is Alg. 1's multiplier sqrt(2 ln(2.5 / delta)) / epsilon, calibrated to
-(epsilon, delta / 2) for one release. In both, as in Algs. 1 and 3, the record is at delta / 2
-and the other delta / 2 is the paper's allowance for the solver's failure (unused by the exact
-solver).
+Privacy, derived from the releases (:mod:`dpminimax.privacy.release`): the phases of one
+algorithm compose in parallel (Lemma A.1), Algs. 4 and 5 sequentially (Lemma 2.1), so the event
+is Alg. 3's two-release one (:func:`~dpminimax.algorithms.output_perturbation.output_plan`);
+the C-SC variant spends the whole budget on x like Alg. 1. How the paper's sigma_k maps to these
+multipliers and the delta split: ``papers/byoa/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tran, Dinh, Fioretto 2021a ("Differentially private empirical risk minimization under the
 fairness lens", NeurIPS), the mitigation re-implemented as a DP-FERMI baseline for demographic
-parity (a DP-FERMI baseline), for R runs (seeds x gamma grid) at once.
+parity, for R runs (seeds x gamma grid) at once.
 
 Tran 2021a mitigates the disparate impact of DP-SGD by adding to the loss a gamma-weighted penalty
 on group disparities. For demographic parity it is adapted (our choice, the paper is silent) to the
@@ -24,28 +24,11 @@ Each step t, on one Poisson batch B (rate q = batch_size / n, expected size m = 
    N(0, (sigma C)^2 I) added, step lr / m
    (:func:`~dpminimax.kernels.linear.private_linear_step`).
 
-Privacy (add/remove one example, our accountant): each run declares its releases
-(:func:`tran2021a_releases`, :mod:`dpminimax.privacy.release`) and its event is derived from
-them. The per-example gradient depends only on the example, theta_t and the released H (never
-on raw batch statistics), so clipping bounds its sensitivity by C. H and the gradient come from
-the same batch, hence each step is ``PoissonSampled(q, Composed([Gaussian(sigma), Gaussian(rho
-sigma)]))`` inside one sampling event (as RaCO-DP's histogram), T = ceil(epochs / q) steps;
-sigma is the one scalar calibrated to the target (epsilon, delta). A run with gamma = 0 does not
-use H, so it is not released: the run is plain DP-SGD, as the paper's gamma = 0 points, which
-coincide with DP-SGD / DP-FERMI's lambda = 0 points. As everywhere in the project, n
-(hence q and m) is public.
-
-Deviations from Tran et al. 2021a, and why:
-
-* the penalty is on soft-prediction rates (demographic parity) rather than on group loss
-  discrepancies ``|L_a - L|``: the DP-FERMI comparison is on demographic parity;
-  it is the sum over groups of |gap|, whose (sub)gradient uses the released signs;
-* the batch statistics the penalty needs (group sizes, signs of the gaps) come from the noisy
-  histogram of step 1, accounted on the same batch: raw batch statistics would let one example
-  change every other example's gradient, which clipping does not bound;
-* per-example clipping of the whole gradient and example-level privacy (stronger than the
-  sensitive-attribute-only relation of DP-FERMI Def. 2.2), sums divided by the expected batch
-  size m (DP-SGD as in :mod:`dpminimax.algorithms.dp_sgd`), theta_0 = 0, last iterate returned.
+Privacy (add/remove one example): each step is ``PoissonSampled(q, Composed([Gaussian(sigma),
+Gaussian(rho sigma)]))`` (the histogram and the gradient from the same batch), derived from
+:func:`tran2021a_releases`; a run with gamma = 0 releases no histogram and is plain DP-SGD. The
+privacy argument and the deviations from Tran et al. 2021a with their reasons:
+``papers/dpfermi/NOTES.md``.
 """
 
 from __future__ import annotations
