@@ -17,20 +17,8 @@ The guarantee is then ||G_{F_S,eta}(x_out)|| <= alpha at eta = 1 / (2 L_lambda) 
 noise levels are the method's own: sigma, s_op for y* and y^lambda are read from
 :meth:`DpBilevel.plan` at (epsilon, delta, lambda, T) (our zCDP split).
 
-Lemma 4.3's constants (the paper cites Kwon et al. 2023 / Chen et al. 2024 without constants;
-derived here, README "A-priori alpha_pred"), with kappa_g = L1g / mu_g, s = sqrt(1 + kappa_g^2),
-lambda >= 2 L1f / mu_g and delta = y^lambda - y* (mu_g ||delta|| <= ||grad_y f|| / lambda,
-Lemma 8.5):
-
-* (ii) grad L*_lambda - grad F = [I, -J H^-1] (grad f(y^lambda) - grad f(y*)) + lambda [I, -J
-  H^-1] r (J = grad^2_xy g, H = grad^2_yy g at y*, r the Taylor remainder of grad g,
-  ||r|| <= L2g ||delta||^2 / 2), so B = s (L0f / mu_g) (L1f + L2g L0f / (2 mu_g));
-* (iii) differentiating Eq. (3) with Dy^lambda = -A^-1 B_l (||A^-1|| <= 2 / mu_g, so
-  ||Dy^lambda|| <= 1 + 2 kappa_g) and ||Dy^lambda - Dy*|| <= (2 s / mu_g)(L1f + L2g L0f / mu_g)
-  / lambda: L_lambda = (L1f + L2g L0f / mu_g) (sqrt(1 + (1 + 2 kappa_g)^2) + 2 kappa_g s);
-* (i) 0 <= F - L*_lambda <= L0f^2 / (2 lambda mu_g), so Delta_h <= Delta_F + L0f^2 /
-  (2 lambda mu_g), and Delta_F <= s L0f R_X (||grad F|| <= s L0f, x_0 = 0, R_X the farthest
-  point of X from 0).
+Lemma 4.3's constants B, L_lambda and Delta_h are not in the paper (it cites Kwon et al. 2023 /
+Chen et al. 2024 without constants); their derivation: ``papers/bilevel/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ the diagnostics :data:`BILEVEL_DIAGNOSTICS` (D1: exact inner + outer noise; D2: 
 inner, sigma 0; naive outer: exact inner, outer noise for f's data dependence only). A
 diagnostic reads its data through an un-noised release, so its derived epsilon is inf and its
 record says the guarantee is not covered.
+
+A1-A22 name the numbered errata and choices of ``papers/bilevel/README.md`` (*Errata*).
 """
 
 from __future__ import annotations
