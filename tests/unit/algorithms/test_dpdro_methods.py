@@ -189,7 +189,7 @@ def test_the_paper_grid_scales_and_deltas():
 
     from dpminimax.experiments import expand_jobs, load_experiments
 
-    spec = load_experiments(Path(__file__).parents[2] / "papers/dpdro/experiments.yaml")
+    spec = load_experiments(Path(__file__).parents[3] / "papers/dpdro/experiments.yaml")
     sizes = {"mnist-st": 33_995, "fashion-mnist-st": 33_333, "cifar10-st": 25_500,
              "celeba-blond": 162_770}
     for scale in ("smoke", "default", "quick", "paper"):
