@@ -52,6 +52,7 @@ def test_the_methods_the_attack_needs_are_shadowable():
 
 
 @pytest.mark.parametrize("name", SHADOWABLE)
+@pytest.mark.slow
 def test_a_fixed_size_shadow_in_a_batch_is_the_model_trained_alone_on_its_members(name):
     method, data = get_method(name), pooled(problem(), FIXED_SIZE)
     runs = shadow_runs(name)

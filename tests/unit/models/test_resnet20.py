@@ -51,6 +51,7 @@ def test_output_shape(name, shape):
         assert model(torch.randn(3, *shape)).shape == (3, 10)
 
 
+@pytest.mark.slow
 def test_layertape_matches_batch_of_one_autograd():
     torch.manual_seed(0)
     net = BatchedNetwork("resnet20_small", (1, 28, 28), 2)

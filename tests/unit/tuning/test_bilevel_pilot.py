@@ -23,7 +23,7 @@ from dpminimax.report.reference import load_claims
 from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 from dpminimax.seeding import make_generator
 
-PAPER = Path(__file__).parents[2] / "papers" / "bilevel"
+PAPER = Path(__file__).parents[3] / "papers" / "bilevel"
 SCALES = ("smoke", "default", "quick", "paper")
 FREEZE = "schedule_multipliers_frozen"
 #: (c_lam, c_T) -> ||G|| of seeds 0, 1, 2 and the cell's scheduled lambda, T.

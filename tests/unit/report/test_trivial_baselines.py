@@ -210,7 +210,7 @@ NOT_UTILITY = {"gradient_evaluations_vs_n"}
 def _figures(paper: str) -> list[str]:
     from dpminimax.experiments import load_experiments
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     experiments = load_experiments(root / "papers" / paper / "experiments.yaml")["experiments"]
     return sorted({figure for experiment in experiments.values()
                    for figure in experiment.get("figures") or []} - NOT_UTILITY)

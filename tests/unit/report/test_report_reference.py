@@ -15,7 +15,7 @@ from dpminimax.report.reference import (
     load_reported,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REPORTED = ROOT / "papers" / "racodp" / "reference" / "reported_baselines.csv"
 CLAIMS = ROOT / "papers" / "racodp" / "claims.yaml"
 #: The papers' full texts, outside the repository: a directory named by DPMINIMAX_PAPERS (the

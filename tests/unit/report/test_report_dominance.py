@@ -19,7 +19,7 @@ from dpminimax.report.dominance import (
 )
 from dpminimax.report.reference import load_claims
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # (error, violation) of hand-made curves: A is a line from (v 0, e 0.3) to (v 0.2, e 0.1);
 # CROSSING goes from (0, 0.25) to (0.2, 0.15), below A up to v = 0.1 and above it after.

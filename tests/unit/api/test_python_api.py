@@ -19,7 +19,7 @@ import dpminimax
 from dpminimax.algorithms import METHODS
 from dpminimax.algorithms.base import UnknownParameterError
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 FAST = {"batch_size": 50, "epochs": 1}
 
 

@@ -33,6 +33,7 @@ def _gap(predicted: np.ndarray, s: np.ndarray) -> float:
     return abs(predicted[s == 1].mean() - predicted[s == 0].mean())
 
 
+@pytest.mark.slow
 def test_nonprivate_sgda_on_a_cnn_meets_a_demographic_parity_constraint():
     data = _images()
     params = {"model": "small_cnn", "batch_size": 64, "max_steps": 150, "lr": 0.5,

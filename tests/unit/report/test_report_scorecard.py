@@ -17,7 +17,7 @@ from dpminimax.report.scorecard import (
     sync_readmes,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VERDICTS = ["reproduced", "reproduced", "not reproduced", "inconclusive", "uninformative",
             "uninformative", "uninformative", "holds", "holds", "fails", "measured",
             "qualitative", "not run: data unavailable", "not run: no matching runs"]

@@ -75,6 +75,7 @@ def test_examples_are_independent_in_eval(model):
     torch.testing.assert_close(batch, single, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_per_sample_grads_match_batch_of_one(model):
     model.eval()
     torch.manual_seed(1)

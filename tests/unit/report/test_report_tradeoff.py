@@ -12,7 +12,7 @@ from dpminimax.report import ResultsTableError
 from dpminimax.report.reference import load_reported
 from dpminimax.report.tradeoff import plot_tradeoff
 
-REPORTED = Path(__file__).resolve().parents[2] / "papers/racodp/reference/reported_baselines.csv"
+REPORTED = Path(__file__).resolve().parents[3] / "papers/racodp/reference/reported_baselines.csv"
 EPSILONS = (0.5, 1.0, 9.0)
 
 

@@ -11,7 +11,7 @@ import pytest
 from dpminimax.report.gain import performance_gains, summarize_gains
 from dpminimax.report.reference import load_reported
 
-REPORTED = (Path(__file__).resolve().parents[2] / "papers" / "racodp" / "reference"
+REPORTED = (Path(__file__).resolve().parents[3] / "papers" / "racodp" / "reference"
             / "reported_baselines.csv")
 
 
@@ -118,7 +118,7 @@ def test_gains_never_pool_experiments_and_count_only_the_claims_experiments():
     assert only_figure["dp_gain_mean"]["value"] == pytest.approx(100 * 0.09 / 0.11)
     assert measured_gains(runs)["dp_gain_mean"]["value"] == pytest.approx(
         50 * (0.09 / 0.11 + 0.18 / 0.02))
-    claims = load_claims(Path(__file__).parents[2] / "papers" / "dpfermi" / "claims.yaml")
+    claims = load_claims(Path(__file__).parents[3] / "papers" / "dpfermi" / "claims.yaml")
     assert gain_experiments(claims) == {
         "dp": ["fig2_adult_dp", "fig7_credit_dp", "fig3_8_parkinsons_dp", "fig6_retired_dp"],
         "eo": ["fig9_adult_eo", "fig4_credit_eo", "fig10_retired_eo"]}

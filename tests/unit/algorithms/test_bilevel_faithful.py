@@ -22,7 +22,7 @@ from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
-EXPERIMENTS = Path(__file__).parents[2] / "papers" / "bilevel" / "experiments.yaml"
+EXPERIMENTS = Path(__file__).parents[3] / "papers" / "bilevel" / "experiments.yaml"
 
 
 def _faithful_steps(n: int, epsilon: float, outer_steps: int, rounds: int, d_y: int) -> int:

@@ -17,7 +17,7 @@ from dpminimax.experiments import load_experiments
 from dpminimax.report import notebook as nb
 from dpminimax.report.registry import UnknownFigureError
 
-PAPERS = Path(__file__).resolve().parents[2] / "papers"
+PAPERS = Path(__file__).resolve().parents[3] / "papers"
 
 SPEC = {
     "paper": "toy",

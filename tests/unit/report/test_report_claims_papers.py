@@ -18,7 +18,7 @@ from dpminimax.report.claims import (
 )
 from dpminimax.report.reference import load_claims
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAPERS = ("racodp", "dpfermi", "bilevel", "byoa", "dpdro")
 SEEDS = 3
 

@@ -51,6 +51,7 @@ def test_every_private_method_has_one_control_outside_the_conformance_methods():
 
 
 @pytest.mark.parametrize("name", CHECKED)
+@pytest.mark.slow
 def test_control_is_the_private_fit_with_its_noise_zeroed(name):
     private, private_steps, _ = _fit(name, "noise_off")
     control, control_steps, spy = _fit(f"{name}_noise_off")
@@ -138,6 +139,7 @@ def test_controls_run_at_the_quick_scale_only_and_are_drawn_apart():
 
 @pytest.mark.parametrize("name", ["dp_sgda_dro", "privatediff_dro", "dp_double_spider",
                                   "dp_recursive_spider"])
+@pytest.mark.slow
 def test_dro_controls_at_inf_equal_the_noise_off_controls(name):
     """Paper 004's ``<name>_control`` (issue #37: the non-private twin at epsilon inf with the
     private clips and schedule) trains the same bits as ``<name>_noise_off`` at a finite

@@ -24,7 +24,7 @@ from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 CPU = torch.device("cpu")
 DELTA = 1e-5
 THEORY = {"schedule": "theory", "d_x": 2, "d_y": 16}
-EXPERIMENTS = Path(__file__).parents[2] / "papers" / "bilevel" / "experiments.yaml"
+EXPERIMENTS = Path(__file__).parents[3] / "papers" / "bilevel" / "experiments.yaml"
 
 
 def _plan(name: str, epsilon: float, n: int, **params):

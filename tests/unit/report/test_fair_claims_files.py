@@ -10,7 +10,7 @@ import pytest
 from dpminimax.report.dominance import AGGREGATES, STATISTICS, TRIVIAL
 from dpminimax.report.reference import load_claims
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KINDS = {"reproduction", "consistency", "diagnostic"}
 INTERVALS = {"bootstrap", "t", "exact"}
 

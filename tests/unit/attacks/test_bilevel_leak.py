@@ -35,7 +35,7 @@ from dpminimax.report.reference import load_claims
 
 EPSILONS = (0.5, 4.0)
 PARAMS = {"outer_steps": 100, "eta": 0.5, "lam": 10.0}
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 
 
 @pytest.fixture(scope="module")

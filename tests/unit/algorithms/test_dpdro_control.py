@@ -69,7 +69,7 @@ def test_the_recursive_spider_control_separates_the_classes(mnist_st):
     paper's clip of (g/lam) grad l it predicted one class (AUC 0.45, Phi 2.1 after 4 epochs;
     README "Deviation: clipping"). It does not get below Phi(init) on these rows at table3's lr
     (nor does DP-SGDA's control at the same lr), so that is not asserted here."""
-    experiments = load_experiments(Path(__file__).parents[2] / "papers/dpdro/experiments.yaml")
+    experiments = load_experiments(Path(__file__).parents[3] / "papers/dpdro/experiments.yaml")
     params = experiments["experiments"]["table3"]["methods"]["dp_recursive_spider"]["params"]
     fit, verdict = _control(mnist_st, "dp_recursive_spider_control",
                             **{**params, "epochs": 8.0, "curve_rows": 1024})

@@ -61,6 +61,7 @@ def _fit(name, data, epsilon=math.inf, seeds=(0,), **params):
                           "period": 5, "epochs": 700}),
     ("scdro", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0, "epochs": 700}),
 ])
+@pytest.mark.slow
 def test_noiseless_compositional_methods_reach_the_kl_dro_optimum(problem, name, params):
     """Eq. (5) on full batches: (x, lam) -> the convex optimum (float32 arithmetic)."""
     data, best = problem
@@ -71,6 +72,7 @@ def test_noiseless_compositional_methods_reach_the_kl_dro_optimum(problem, name,
     assert curve[-1]["dro_gradient_norm"] < 1e-4
 
 
+@pytest.mark.slow
 def test_noiseless_double_spider_reaches_the_penalised_optimum(problem):
     """Eq. (3) at lam = lam*: min over (x, eta) has the same x* as Eq. (5) (envelope)."""
     data, best = problem
@@ -189,7 +191,7 @@ def test_the_paper_grid_scales_and_deltas():
 
     from dpminimax.experiments import expand_jobs, load_experiments
 
-    spec = load_experiments(Path(__file__).parents[2] / "papers/dpdro/experiments.yaml")
+    spec = load_experiments(Path(__file__).parents[3] / "papers/dpdro/experiments.yaml")
     sizes = {"mnist-st": 33_995, "fashion-mnist-st": 33_333, "cifar10-st": 25_500,
              "celeba-blond": 162_770}
     for scale in ("smoke", "default", "quick", "paper"):
@@ -210,6 +212,7 @@ def test_the_paper_grid_scales_and_deltas():
 
 
 @pytest.mark.parametrize("name", ["dp_double_spider", "dp_recursive_spider", "scdro"])
+@pytest.mark.slow
 def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
     """A SmallCNN job on imbalanced images: finite state, Table 3's metrics, a curve of the
     planned length, and Table 2's attack both ways beside its ceiling."""

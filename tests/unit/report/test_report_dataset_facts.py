@@ -10,7 +10,7 @@ import pytest
 from dpminimax.report.dataset_facts import dataset_facts, measured_facts, read_dataset_facts
 from dpminimax.report.reference import load_claims
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _record(name="adult", features=102, max_rows=None, standin=False):

@@ -24,7 +24,7 @@ from dpminimax.report.gain import performance_gains, summarize_gains
 from dpminimax.report.reference import ReferenceFileError, load_claims, load_reported
 from dpminimax.report.scorecard import render_scorecard, scorecard
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ABS = {"kind": "absolute", "value": 0.03}
 REL = {"kind": "relative", "value": 0.5}
 LOG = {"kind": "log10", "value": 1.0}
