@@ -146,7 +146,7 @@ def test_load_claims_names_file_claim_and_key(tmp_path):
 DPFERMI_REPORTED = ROOT / "papers" / "dpfermi" / "reference" / "reported_baselines.csv"
 DPFERMI_CLAIMS = ROOT / "papers" / "dpfermi" / "claims.yaml"
 DPFERMI_PAPER = PAPERS / "001_6435a04e7d0e2967.txt"
-DPFERMI_SOURCE = "DP-FERMI repository (Gupta 2023) Figures/*.pt, decoded in spec 001 §8.3"
+DPFERMI_SOURCE = "DP-FERMI repository (Gupta 2023) Figures/*.pt, the plotted means and bands decoded from its stored figure data"
 # Points per (constraint, dataset, epsilon), counted in the tables of spec 001 §8.3: the same
 # panels as RaCO-DP's Appendix B (EXPECTED_ROWS) plus Fig. 5 (UTK-Face, DP-FERMI only).
 DPFERMI_EXPECTED_ROWS = {
