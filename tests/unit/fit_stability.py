@@ -1,5 +1,5 @@
 """How far one replaced example moves a tuning problem's exact fits, against the replace-one
-sensitivities of the output-perturbation releases (§2.7e) that rest on it."""
+sensitivities of the output-perturbation releases (the OP inner solver) that rest on it."""
 
 from __future__ import annotations
 

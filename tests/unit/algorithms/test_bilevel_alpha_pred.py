@@ -1,4 +1,4 @@
-"""§5.2's a-priori alpha_pred of A1-OP (spec 002, derived): Lemma 4.3's explicit constants
+"""A1-OP's a-priori alpha_pred (papers/bilevel/NOTES.md): Lemma 4.3's explicit constants
 checked on P-A's closed forms, the four conditions at alpha_pred and failing just below it, the
 noise read from the method's own plan, pinned values, monotonicity in n and epsilon, the
 asymptotic exponents of each binding term, and the collapse figure / table against it."""
@@ -106,7 +106,7 @@ def test_penalty_value_gap_and_initial_gap_hold_on_p_a(lam):
 
 
 def _conditions(alpha: float, params: dict, n: int, epsilon: float) -> tuple[bool, ...]:
-    """The four conditions of spec §5.2, restated from the method's plan at alpha's lambda and
+    """The four conditions behind alpha_pred, restated from the method's plan at alpha's lambda and
     T (the test's oracle): lambda and T (and the prediction's beta and noise equal to the
     oracle's), beta <= alpha / 16, sigma (...) <= alpha / 16."""
     got = prediction_at(alpha, params, n, epsilon, DELTA)
@@ -140,14 +140,14 @@ def test_the_four_conditions_hold_at_alpha_pred_and_fail_just_below(params, n, e
 
 def test_the_projection_share_enters_the_bias_where_e_y_exceeds_l0f_over_lambda():
     """At alpha = 2 (n = 2^14: lambda 21.5, T = 9,982) e_y = 3.3 > L0f / lambda = 0.26: the
-    §2.7b projection's share is in y~l's error and the bias (the oracle of the conditions)."""
+    outer projection's share is in y~l's error and the bias (the oracle of the conditions)."""
     assert _conditions(2.0, {}, 16384, 2.0)[0]
     got = prediction_at(2.0, {}, 16384, 2.0, DELTA)
     assert got.inner_errors[0] > PA.constants.l0f / got.lam
 
 
 def test_the_noise_is_the_plans_outer_sum_noise_over_n():
-    """sigma = (2 C_out / n) sqrt(3 T / (2 rho*)) (§2.7a): the noise of the mean outer vector;
+    """sigma = (2 C_out / n) sqrt(3 T / (2 rho*)) (zCDP split): the noise of the mean outer vector;
     the OP noise (2 L / (mu n)) sqrt(3 T / (2 rho*)) for y~ (L = L0g, mu = mu_g)."""
     p = predicted_alpha({}, 16384, 2.0, DELTA)
     scale = math.sqrt(3 * p.outer_steps / (2 * zcdp_budget(2.0, DELTA)))

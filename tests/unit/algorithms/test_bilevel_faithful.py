@@ -1,4 +1,4 @@
-"""E3' (spec 002 §7, the faithfulness subset): A1-LocGD with ``inner_steps: 0`` runs §2.7d's
+"""E3' (the faithfulness subset): A1-LocGD with ``inner_steps: 0`` runs our reduced inner count
 T_GD = max{100, ceil(2 n^2 rho_in (1 + ln n) / (M d_y))} (pinned at one (n, epsilon, T)), the
 program makes that many steps per round, the experiment expands at every scale, and the rate
 figure and slope table keep the (d_x, d_y) pairs of one method and epsilon apart."""
@@ -26,7 +26,7 @@ EXPERIMENTS = Path(__file__).parents[3] / "papers" / "bilevel" / "experiments.ya
 
 
 def _faithful_steps(n: int, epsilon: float, outer_steps: int, rounds: int, d_y: int) -> int:
-    """§2.7d's count with the zCDP share rho_in = rho* / (3 T) of §2.7a."""
+    """Our reduced inner count with the zCDP share rho_in = rho* / (3 T)."""
     rho_in = zcdp_budget(epsilon, DELTA) / (3 * outer_steps)
     return max(100, math.ceil(2 * n * n * rho_in * (1 + math.log(n)) / (rounds * d_y)))
 

@@ -1,4 +1,4 @@
-"""P-B, group-ridge multi-hyperparameter tuning (DP bilevel, spec 002 §6.2 P-B, E8): its closed
+"""P-B, group-ridge multi-hyperparameter tuning (DP bilevel, testbed P-B, E8): its closed
 forms against autograd and finite differences (y*, y^lambda, Eq. (1) over K omegas), one group
 is P-C bit for bit, the box X and its projection, the a-priori constants on random and extreme
 examples (joint gradients, the example-dependent parts the inner sensitivities use, the joint

@@ -1,4 +1,4 @@
-"""The private inner solvers (spec 002 §2.2, §2.7e; E2 reduced): on the strongly convex lower
+"""The private inner solvers (Alg. 2, output perturbation; E2 reduced): on the strongly convex lower
 level of P-D (mean estimation, ||y - xi||^2 / 2: mu = 1, L = 3 on Y), the error of DP-Loc-GD
 (Alg. 2) and of output perturbation shrinks like Thm. 8.2's L sqrt(d) / (mu n eps'), i.e. as
 1 / n at a fixed budget, and DP-Loc-GD stays within its high-probability radius R_M."""

@@ -1,4 +1,4 @@
-"""P-C with a logistic lower level (spec 002 §6.2 P-C, E7): Newton's inner solutions, Eq. (1)
+"""P-C with a logistic lower level (testbed P-C, E7): Newton's inner solutions, Eq. (1)
 with the exact Hessian, the constants and the tuners on it."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""DP bilevel Algorithm 1 and its references (spec 002 §2.1, §2.7, §6.2): the non-private
+"""DP bilevel Algorithm 1 and its references (with zCDP accounting): the non-private
 references reach their exact stationary points on P-A, a run in a batch equals the same run
 alone, and the privacy of the private methods is checked against quantities this test derives
 itself: every release the program perturbs is planned and made as often as planned, the noise
-actually added has the std of the zCDP split of §2.7a with the replace-one sensitivities
+actually added has the std of the three-way zCDP split with the replace-one sensitivities
 (2 C_out / n for the outer mean, 2 L / (mu n) for an OP argmin, 2 L / n for a Loc-GD gradient
 mean), so the measured zCDP cost adds up to rho*, and the accountant's epsilon is within the
 target. The diagnostics' records say they are not private."""
@@ -108,7 +108,7 @@ def _sensitivities(method, plan, run) -> dict[str, tuple[float, int]]:
     params = method.resolve(run.params)
     c, n, lam = method.problem(params).constants, params["n"], params["lam"]
     aid = params["gradient"] == "aid"
-    # DP-AID: Eq. (1)'s factors moved one at a time; Alg. 1: C_out, §2.7b
+    # DP-AID: Eq. (1)'s factors moved one at a time; Alg. 1: C_out, kept by the outer projection
     outer = (c.l0f * (1 + c.l1g / c.mu_g) ** 2 if aid else c.l0f + 2 * c.l1g * c.l0f / c.mu_g)
     lipschitz = {"y": c.l0g} if aid else {"y": c.l0g, "y_lambda": c.l0f + lam * c.l0g}
     moduli = {"y": c.mu_g, "y_lambda": lam * c.mu_g - c.l1f}
@@ -150,7 +150,7 @@ def test_every_planned_release_is_made_as_often_as_planned(name):
 
 @pytest.mark.parametrize("name", PRIVATE)
 def test_the_noise_added_is_the_zcdp_split_with_replace_one_sensitivities(name):
-    """Each release's std is sensitivity x sqrt(k / (2 rho* / (m T))) (§2.7a; m = 3 releases
+    """Each release's std is sensitivity x sqrt(k / (2 rho* / (m T))) (zCDP split; m = 3 releases
     per step for Alg. 1, 2 for DP-AID), and the zCDP cost sum_releases count Delta^2 /
     (2 std^2) measured from the noise drawn is rho*."""
     method, runs, plans, noise, _ = _spied(name)
@@ -403,7 +403,7 @@ def test_warm_start_plans_as_a1_locgd_and_starts_from_the_previous_release():
     """A7: the same releases and epsilon as A1-LocGD; the first DP-Loc-GD call starts at y0 = 0
     with the cold radii, each later call at the previous release with R_0 = R_M + Lip
     ||x_t - x_{t-1}|| (R_M the schedule's error bound, Lip = L1g / mu_g for y*, 4 L1g / mu_g
-    for y^lambda) and the later radii of §2.7c from it; output perturbation refuses it."""
+    for y^lambda) and the later radii (App. A's) from it; output perturbation refuses it."""
     from dpminimax.algorithms import dp_bilevel
     from dpminimax.algorithms.bilevel_inner import localized_radii
 
@@ -460,7 +460,7 @@ def test_warm_start_plans_as_a1_locgd_and_starts_from_the_previous_release():
 
 
 def test_projection_active_rate_counts_only_steps_the_projection_moves():
-    """§2.7b projects y~l onto B(y~, r), r = 2 L0f / (lambda mu_g). It cannot act at the
+    """Our projection maps y~l onto B(y~, r), r = 2 L0f / (lambda mu_g). It cannot act at the
     exact solutions (||y^lambda - y*|| <= L0f / (lambda mu_g) = r / 2, Lemma 8.5): NP-Pen's
     rate is 0; nor where both releases are within r / 2 of them together (A1-OP at n 4000,
     epsilon 8, lambda 10: errors about 0.1 each, r / 2 = 0.72), although ||y~l - y~|| is then

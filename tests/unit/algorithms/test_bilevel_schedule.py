@@ -1,5 +1,5 @@
-"""DP bilevel's theory schedule (spec 002 §5.2), A1-GD (§6.2's ablation: DP-Loc-GD with M = 1)
-and the d_x / d_y experiments (§6.2 plot 3): the schedule's lambda and T at two (n, epsilon),
+"""DP bilevel's theory schedule (Thm. 4.1's lambda and T), A1-GD (ablation: DP-Loc-GD, M = 1)
+and the d_x / d_y experiments (rate vs d): the schedule's lambda and T at two (n, epsilon),
 raised to lambda_min (A5), the privacy plan calibrated to and repeating the scheduled T, the
 program stepping T times; A1-GD's inner solver and its plan; the new experiments expanding at
 every scale and their figures drawing against d_x / d_y."""

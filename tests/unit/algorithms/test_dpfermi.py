@@ -109,7 +109,7 @@ def test_nonprivate_step_is_the_gradient_step_of_the_fermi_minibatch_objective(d
 
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
 def test_code_faithful_step_is_the_released_code_v1_update(data, fairness):
-    """spec §2.5: fermi = -W^2 mean(p) + 2 W mean(p s_0) / sqrt(p_S(0)) - 1 with a 1 x 1 W
+    """Released code: fermi = -W^2 mean(p) + 2 W mean(p s_0) / sqrt(p_S(0)) - 1 with a 1 x 1 W
     (EO: one per label on the label's batch subset, P_{S|Y}, summed unweighted); theta moves by
     lr times the batch-mean gradient of BCE + lam fermi rescaled to norm <= L; W by
     lr_w * lam dfermi/dW, then projected (noise-free here: eps = inf)."""
@@ -300,7 +300,7 @@ def test_sensitive_attribute_record_is_theorem_3_3_with_its_conditions_and_cavea
     assert any("amplification" in gap for gap in record["guarantee_not_covered"])
     assert record["epsilon_without_amplification"] > record["epsilon"]
     assert len(record["caveats"]) >= 4
-    # noise on the lam-weighted terms (spec §11 item 2): lam sigma on the averaged gradients,
+    # noise on the lam-weighted terms (paper and code differ): lam sigma on the averaged gradients,
     # i.e. lam sigma m on the sums (m = 100)
     torch.testing.assert_close(program.theta_release.noise_std / 100,
                                torch.tensor([0.5, 2.0]) * 6.0 * sigma_w)

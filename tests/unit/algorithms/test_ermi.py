@@ -72,7 +72,7 @@ def test_ermi_is_zero_iff_predictions_are_independent_of_s():
 
 
 def test_max_over_w_of_mean_psi_is_soft_ermi_at_the_closed_form_maximiser():
-    """spec §1.5: W*_rj = pbar(j, r)/(sqrt(p(r)) pbar(j)) maximises mean_i psi_i; its value is
+    """Thm. 3.2: W*_rj = pbar(j, r)/(sqrt(p(r)) pbar(j)) maximises mean_i psi_i; its value is
     the soft ERMI; mean psi is quadratic in W with curvature -pbar(j), so for any D:
     mean psi(W* + D) = mean psi(W*) - sum_rj D_rj^2 pbar(j)."""
     logits, s, _ = _soft_problem()
@@ -141,7 +141,7 @@ def test_conditional_ermi_equals_eq_5_and_vanishes_under_conditional_independenc
 
 
 def test_weighted_equalized_odds_minmax_value_is_the_soft_conditional_ermi():
-    """App. B eq. 5 / spec §11 item 10: the whole-batch mean of psi_i with the W and P_{S|Y} of
+    """App. B eq. 5 (weighted): the whole-batch mean of psi_i with the W and P_{S|Y} of
     each example's label, maximised over (W_0, W_1), equals the soft conditional ERMI."""
     logits, s, _ = _soft_problem(runs=2, batch=80, classes=2, groups=3, seed=5)
     f = torch.softmax(logits, dim=-1)

@@ -59,7 +59,7 @@ def test_the_plan_accounts_two_batches_per_iteration_at_the_target_epsilon():
 
 def test_the_theory_schedule_costs_order_n_squared():
     """T = n iterations of two batches at the with-replacement inclusion rate 1 - (1-1/n)^n:
-    gradients / n grows like n (spec 003 Table 1: O(n^2))."""
+    gradients / n grows like n (BYOA's Table 1: O(n^2))."""
     method = get_method("nseg")
     for n in (64, 256):
         plan = method.plan(RunSpec(0, 0.5, 1e-5, {"n": n, "schedule": "boob_guzman2021"}), n)

@@ -1,5 +1,5 @@
-"""BYOA Algorithms 1 and 3 with the exact base solver (spec 003 §2.1, §2.3): noise off gives the
-exact empirical solution, the printed sigmas of the worked example (§2.10), the stability
+"""BYOA Algorithms 1 and 3 with the exact base solver (Secs. 3.1, 4.1): noise off gives the
+exact empirical solution, the sigmas of a worked example, the stability
 lemmas behind the sensitivities (E0: Lemmas 3.3 and 4.3) on replace-one neighbours, and the
 records."""
 
@@ -40,7 +40,7 @@ def _stub(moduli, lipschitz=1.0, maximized=()):
 
 
 def test_the_printed_sigmas_of_the_worked_example():
-    """Spec §2.10: Alg. 1 (L = 1, mu = 0.01, n = 2^14, epsilon 0.5, delta 1e-7) sigma = 0.285;
+    """A worked example: Alg. 1 (L = 1, mu = 0.01, n = 2^14, epsilon 0.5, delta 1e-7) sigma = 0.285;
     Alg. 3 (mu_x = 0.05, mu_y = 0.1) sigma_x = 0.116, sigma_y = 0.082."""
     n, target, delta = 2 ** 14, 0.5, 1e-7
     (one,) = output_sensitivities(_stub({"x": 0.01}), n).values()
@@ -179,7 +179,7 @@ def test_a_minimizing_solver_is_refused_on_a_min_max_problem():
             RunSpec(0, 1.0, 1e-5, {"problem": "g1_quadratic_game", "solver": "svrg"}), 1000)
 
 
-# --- the direct method (spec 003 B1 / B9): Alg. 1 / 3 on the objective plus a ridge ---------
+# --- the direct method (baselines B1 / B9): Alg. 1 / 3 on the objective plus a ridge ---------
 
 @pytest.mark.parametrize(("problem", "blocks"), [("p1_convex_least_squares", ("x",)),
                                                  ("g2_bilinear_game", ("x", "y"))])
@@ -223,7 +223,7 @@ def test_the_balanced_ridge_shrinks_with_n_and_needs_bounded_blocks():
 
 
 def test_markov_stopping_audits_every_solver_call():
-    """Spec 003 §6 E9: with Markov stopping (no certificate) every run reports its solver
+    """E9: with Markov stopping (no certificate) every run reports its solver
     calls and how many missed the accuracy condition; at these deltas none does (the bound is
     delta / 4 per call). The certificate's runs report no audit; solvers without an a-priori
     rate are refused at planning."""

@@ -1,5 +1,5 @@
-"""BYOA Algorithms 4 o 5 (spec 003 §2.4-2.6, Theorem 4.8) and the C-SC variant of Alg. 4 (§2.7,
-Corollary 4.9) with the exact base solver: the worked example's mu and sigmas (§2.10), the
+"""BYOA Algorithms 4 o 5 (Sec. 4.2, Theorem 4.8) and the C-SC variant of Alg. 4 (Sec. 4.3,
+Corollary 4.9) with the exact base solver: a worked example's mu and sigmas, the
 composition of the two algorithms' releases, the noise-off programs against the phases written
 out, convergence without noise, the noise actually released, the stability lemma behind the
 sensitivities (Lemma 4.5) and G4's exact answers."""
@@ -33,7 +33,7 @@ CC, CSC = "phased_minimax_output_perturbation", "csc_output_perturbation"
 
 
 def _stub(mu_y: float = 0.0):
-    """A min-max problem with L = D = 1 and d_x = d_y = 20 (spec §2.10)."""
+    """A min-max problem with L = D = 1 and d_x = d_y = 20 (the worked example's)."""
     blocks = (Block("x", 20), Block("y", 20))
     return SimpleNamespace(blocks=blocks, minimized=("x",), maximized=("y",),
                            block=lambda name: next(b for b in blocks if b.name == name),
@@ -46,7 +46,7 @@ def _sigmas(plan, block):
 
 
 def test_the_worked_example(monkeypatch):
-    """Spec §2.10, Alg. 4: L = D = 1, d = 20, n = 2^16, epsilon 0.5, delta 1e-6: mu = 0.1115,
+    """A worked example, Alg. 4: L = D = 1, d = 20, n = 2^16, epsilon 0.5, delta 1e-6: mu = 0.1115,
     sigma_1 = 0.1376, sigma_16 = 7.6e-4; Alg. 5's sigmas are the same."""
     assert cc_regularization(1.0, 1.0, 20, 2 ** 16, 0.5, 1e-6) == pytest.approx(0.1115, abs=1e-4)
     monkeypatch.setattr(ProblemMethod, "problem", staticmethod(lambda params: _stub()))

@@ -1,5 +1,5 @@
-"""BYOA Algorithm 2 (spec 003 §2.2) with the exact base solver: the worked example's mu and
-sigmas (§2.10), parallel composition of the phases, and the noise-off program against the
+"""BYOA Algorithm 2 (Sec. 3.2) with the exact base solver: a worked example's mu and
+sigmas, parallel composition of the phases, and the noise-off program against the
 phases written out."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_noise_off_program_is_the_phases_written_out():
 
 def test_the_private_error_falls_with_n():
     """Theorem 3.7's regime at epsilon 1: the printed mu is dominated by its privacy term
-    (spec §2.10), so at n = 2^14 the excess population risk is still about 0.6 of the trivial
+    (worked example), so at n = 2^14 the excess population risk is still about 0.6 of the trivial
     x = 0's; at n = 2^17 it is below 0.1 of it, and smaller than at 2^14 for every seed."""
     method = get_method("phased_output_perturbation")
     risks = {}
@@ -119,7 +119,7 @@ def test_each_phase_is_within_its_radius_of_the_exact_phase_solution(solver):
 
 
 def test_phase_schedules_of_the_ablations():
-    """Spec 003 §6 E10: floor vs ceil of log2 n (the same on a power of 2), and Feldman et
+    """E10: floor vs ceil of log2 n (the same on a power of 2), and Feldman et
     al.'s phased-ERM schedule: n_k = floor(n 2^-k), mu_k = mu 8^k, chunks disjoint."""
     assert phase_schedule(3000).sizes == (272,) * 11
     assert phase_schedule(3000, "ceil").sizes == (250,) * 12

@@ -42,7 +42,7 @@ def _params(**overrides):
 
 def test_primal_step_is_the_gradient_of_the_minibatch_lagrangian(data):
     """With exact histogram, no clipping and no noise, one step moves theta by
-    -lr/B * grad[ sum_x CE(h(x), y) + B * R(theta, lambda; batch) ] (eq. 10, spec §2.8), where R
+    -lr/B * grad[ sum_x CE(h(x), y) + B * R(theta, lambda; batch) ] (eq. 10), where R
     uses the histogram counts as constants -- checked against torch autograd."""
     params = _params(lr=0.5, temperature=2.0, batch_size=200)
     releases = racodp_releases(200 / len(data.y_train), (0.0, 0.0, "laplace"), math.inf, 1)

@@ -59,7 +59,7 @@ def test_theorem_4_4_bounds_as_printed():
 
 
 def test_theorem_3_7_and_4_8_bounds_match_the_worked_example():
-    """Spec 003 §2.10: L = D = 1, d = 20, n = 2^16, epsilon 0.5, delta 1e-6: Thm. 3.7's bound
+    """A worked example: L = D = 1, d = 20, n = 2^16, epsilon 0.5, delta 1e-6: Thm. 3.7's bound
     is 0.485 and Thm. 4.8's 27.0."""
     convex = phased_output_perturbation_bounds(_stub({"x": 0.0}, {"x": 20}), 2 ** 16, 0.5, 1e-6)
     assert convex["excess_population_risk"] == pytest.approx(0.485, abs=5e-4)

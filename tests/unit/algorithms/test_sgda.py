@@ -117,7 +117,7 @@ def test_theory_schedules_follow_their_theorems_at_the_target_epsilon(schedule, 
     assert plan.values["sampling_rate"] == math.ceil(n * math.sqrt(eps / (4 * steps))) / n
     assert plan.releases.count == steps
     assert 0.5 * (1 - 1e-4) <= plan.record["epsilon"] <= 0.5
-    # gradient cost T m = O(n^{3/2} sqrt(eps)) (spec 003 Table 1)
+    # gradient cost T m = O(n^{3/2} sqrt(eps)) (BYOA's Table 1)
     assert steps * plan.values["sampling_rate"] * n <= n ** 1.5 * math.sqrt(eps)
 
 

@@ -1,10 +1,10 @@
-"""The §3 leak (spec 002 §3.2) on P-D: one exact hypergradient (M0), the non-private penalty
+"""Sec. 3's leak (Example 3.1) on P-D: one exact hypergradient (M0), the non-private penalty
 method (M1) and the naive outer noise (M2) tell S+ from S- perfectly and give xi_n back to
 machine precision; Algorithm 1 (M3) keeps its empirical epsilon below its epsilon, on x_out and
 on its inner releases, each epsilon on its own seeds, and the same statistics on an un-noised
 release (the positive control) reach AUC 1. The study
 runs several (d, n) settings (leak: settings in experiments.yaml), d = 10 and n = 1000 among
-them (spec §7's E1 row)."""
+them (as E1 plans)."""
 
 from __future__ import annotations
 

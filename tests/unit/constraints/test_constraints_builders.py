@@ -53,7 +53,7 @@ def test_eo_rows_follow_table1():
 
 
 def test_fnr_experiments_form_is_miss_rate_of_positive_class():
-    """§2.8: one constraint P_0(D[Y=1]) ≤ γ over the label partition."""
+    """One constraint P_0(D[Y=1]) ≤ γ over the label partition."""
     fnr = false_negative_rate(gamma=0.2)
     assert (fnr.partition, fnr.names, fnr.cell_names) == ("label", ("FNR[y=1]",), ("y=0", "y=1"))
     np.testing.assert_array_equal(fnr.membership, [[[False, True]]])

@@ -127,7 +127,7 @@ def test_empty_local_dataset_contributes_zero_and_is_reported():
 
 
 def test_histogram_rates_follow_the_dp_dual_formula_with_guard():
-    """§2.8: gλ_{z,k} = Ĥ[z,k]/N̂_z − Σ_{z'≠z} Ĥ[z',k]/N̂_{¬z}, with N̂ guarded at 1."""
+    """gλ_{z,k} = Ĥ[z,k]/N̂_z − Σ_{z'≠z} Ĥ[z',k]/N̂_{¬z}, with N̂ guarded at 1."""
     noisy = np.array([[3.5, 1.0], [-2.0, 2.5], [0.2, -0.1]])
     dp = demographic_parity(3, gamma=0.1)
     totals = noisy.sum(1)
@@ -144,7 +144,7 @@ def test_histogram_rates_follow_the_dp_dual_formula_with_guard():
 
 
 def test_cell_weights_follow_the_dp_primal_formula():
-    """§2.8: for x in group g, w_x[k] = λ_{g,k}/N̂_g − Σ_{z≠g} λ_{z,k}/N̂_{¬z}."""
+    """For x in group g, w_x[k] = λ_{g,k}/N̂_g − Σ_{z≠g} λ_{z,k}/N̂_{¬z}."""
     rng = np.random.default_rng(0)
     histogram = rng.uniform(1.0, 5.0, (3, 2))
     lam = rng.uniform(0.0, 1.0, 6)

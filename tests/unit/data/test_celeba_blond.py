@@ -1,4 +1,4 @@
-"""CelebA Blond_Hair (Sagawa et al. 2019; spec 004 sec. 4 and sec. 10 item 12) on a canonical-
+"""CelebA Blond_Hair (Sagawa et al. 2019; details the paper omits are ours) on a canonical-
 format sample: the Blond_Hair / Male columns, official splits, 178x178 center crop then 32x32."""
 
 from __future__ import annotations

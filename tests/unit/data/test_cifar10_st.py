@@ -1,4 +1,4 @@
-"""CIFAR10-ST (spec 004 sec. 4 and sec. 10 item 9): the canonical python archive, the "last 100
+"""CIFAR10-ST (DP-DRO's dataset): the canonical python archive, the "last 100
 images of classes 0-4" construction, the registered dataset, stand-ins and checksums."""
 
 from __future__ import annotations

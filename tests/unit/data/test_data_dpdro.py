@@ -1,4 +1,4 @@
-"""MNIST-ST and Fashion-MNIST-ST (spec 004 sec. 4 and sec. 10 items 10-11): the LibAUC
+"""MNIST-ST and Fashion-MNIST-ST (DP-DRO's datasets): the LibAUC
 construction, counts on the real files (skipped when absent), stand-ins and checksums."""
 
 # The reference below mirrors LibAUC's calls on numpy's global RNG (state saved and restored).

@@ -227,9 +227,9 @@ def test_missing_files_give_one_clear_error(env, name, filename, source):
 @pytest.mark.usefixtures("offline_data")
 def test_real_retired_adult():
     ds = load_dataset("retired-adult")
-    assert ds.meta["n_features"] == 101  # spec 001 sec. 4 / 5: d = 101
+    assert ds.meta["n_features"] == 101  # d = 101 after one-hot encoding
     total = ds.meta["n_train"] + ds.meta["n_test"]
-    assert 45_000 < total < ra.EXPECTED_ROWS  # spec: ~45,849 rows after cleaning
+    assert 45_000 < total < ra.EXPECTED_ROWS  # ~45,849 rows after cleaning
     assert 0 < pooled(ds, "s").mean() < 0.5
 
 
@@ -239,6 +239,6 @@ def test_real_utkface():
     ds = load_dataset("utkface", max_rows=200)
     malformed = ds.meta["malformed_files"]["count"]
     assert ds.meta["split"]["n_rows_total"] + malformed == utk.EXPECTED_FILES
-    assert 0 < malformed <= 10  # "a few files have malformed names" (spec 001 sec. 4)
+    assert 0 < malformed <= 10  # a few files have malformed names
     assert ds.x_train.shape[1:] == (3, 128, 128) and ds.meta["n_train"] == 150
     assert set(pooled(ds, "s")) <= set(range(5)) and set(pooled(ds, "y")) <= set(range(9))

@@ -1,7 +1,7 @@
 """The real RaCO-DP datasets (skipped unless their files are on the search path).
 
-Reference numbers: spec 001 §4 (Parkinsons: 5,875 rows, 2,934 above the median, 1,867 female),
-spec 000 §4 (Heart: 253,680 rows, 21 features; CelebA official splits 162,770 / 19,867 / 19,962).
+Reference numbers from the public files: Parkinsons 5,875 rows, 2,934 above the median, 1,867
+female; Heart 253,680 rows, 21 features; CelebA official splits 162,770 / 19,867 / 19,962.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The real datasets (skipped unless their files are on the search path; CI sets DPMINIMAX_DATA).
 
-Reference numbers: spec 001 §4 (Adult 45,222 rows, 102 features, 24.8% positive, 32.5% female;
+Reference numbers: the public files (Adult 45,222 rows, 102 features, 24.8% positive, 32.5% female;
 Credit 30,000 rows, 85 features, 22.1% default, 60.4% female) and the official MNIST and
 Fashion-MNIST label counts.
 """

@@ -31,7 +31,7 @@ def model():
 
 
 def test_parameter_count(model):
-    assert CONV + DENSE == 6_449_346  # the spec's "conv+dense ~6.45M"
+    assert CONV + DENSE == 6_449_346  # conv + dense ~6.45M
     assert CONV + DENSE + NORM == EXPECTED
     assert _count(model) == EXPECTED
     assert abs(_count(model) - 6.4e6) / 6.4e6 < 0.05  # paper: "6.4M parameters"

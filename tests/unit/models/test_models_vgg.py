@@ -7,7 +7,7 @@ from torch import nn
 from dpminimax.kernels.per_sample import per_sample_grads
 from dpminimax.models.vgg import VGG9
 
-# (in, out) of the nine 3x3 convs with bias (spec 001 Sec. 5)
+# (in, out) of the nine 3x3 convs with bias (DP-FERMI's released model)
 CONVS = [(3, 8), (8, 16), (16, 16), (16, 32), (32, 64), (64, 64), (64, 128), (128, 256),
          (256, 256)]
 CONV_PARAMS = sum(9 * c_in * c_out + c_out for c_in, c_out in CONVS)
@@ -22,7 +22,7 @@ def test_parameter_count_and_head_at_128_with_9_classes():
     assert CONV_PARAMS == 1_022_880
     assert (model.head.in_features, model.head.out_features) == (65_536, 9)
     assert _count(model.head) == 589_833
-    assert _count(model) == 1_612_713  # spec 001 Sec. 5; paper: "~1.6 million"
+    assert _count(model) == 1_612_713  # paper: "~1.6 million"
     assert list(model.buffers()) == []  # no running statistics by default
 
 

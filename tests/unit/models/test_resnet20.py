@@ -1,4 +1,4 @@
-"""GroupNorm ResNet20 (DP-DRO model, spec 004 §10.13): parameter count, shapes, LayerTape."""
+"""GroupNorm ResNet20 (DP-DRO model, no BatchNorm): parameter count, shapes, LayerTape."""
 
 import pytest
 import torch
@@ -23,7 +23,7 @@ def _count(model):
 
 
 def test_parameter_count():
-    assert STEM + STAGE1 + STAGE2 + STAGE3 + DENSE == 272_474  # spec 004 §4, 1x1 shortcuts
+    assert STEM + STAGE1 + STAGE2 + STAGE3 + DENSE == 272_474  # 1x1 shortcuts
     assert _count(ResNet20()) == 272_474
     assert _count(ResNet20(num_classes=2, in_channels=1)) == 271_666  # MNIST-ST binary
     assert _count(ARCHITECTURES["resnet20"]((1, 28, 28), 2)) == 271_666

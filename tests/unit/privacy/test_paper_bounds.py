@@ -1,4 +1,4 @@
-"""DP-FERMI Thm. 3.3's closed-form noise, pinned to the spec's table (spec 001 §2.6)."""
+"""DP-FERMI Thm. 3.3's closed-form noise, pinned to a table of worked values."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dpminimax.privacy.paper_bounds import (
     theorem_3_3_sigma_w,
 )
 
-# spec 001 §2.6 (L = C = 5, 200 epochs, batch 1024, delta = 1/n^2; UTK: L = C = 2, 150 epochs,
+# Worked values (L = C = 5, 200 epochs, batch 1024, delta = 1/n^2; UTK: L = C = 2, 150 epochs,
 # batch 64): dataset -> (n_train, rho, batch, epochs, L = D, steps T, {eps: (sigma_W, sigma_theta)})
-# with the values exactly as printed in the table.
+# with the values to the digits printed here.
 TABLE = {
     "parkinsons": (4406, code_rho([3000, 1406]), 1024, 200, 5.0, 1000, {
         0.5: ("0.417", "10.41"), 1: ("0.208", "5.21"), 3: ("0.069", "1.74"), 9: ("0.023", "0.58"),
@@ -49,7 +49,7 @@ def _matches(value: float, printed: str, units: int) -> bool:
 
 @pytest.mark.parametrize("dataset", sorted(TABLE))
 def test_noise_matches_the_spec_table(dataset):
-    """Every printed digit, except where the spec's rho is itself approximate (all rows but
+    """Every printed digit, except where the table's rho is itself approximate (all rows but
     Parkinsons): there one unit of the last digit is allowed, which only Credit-Card's
     sigma_theta at eps = 0.5 uses (4.195 here; the table prints 25 * 0.168 = 4.20)."""
     n, rho, batch, epochs, lipschitz, steps, expected = TABLE[dataset]
@@ -63,7 +63,7 @@ def test_noise_matches_the_spec_table(dataset):
 
 
 def test_parkinsons_rho_is_the_codes_and_the_formula_is_exact():
-    """rho = (1406 - 1) / 4406 (spec §2.6: 0.3189); sigma_w^2 = 16 T ln(1/delta)/(eps^2 n^2 rho)
+    """rho = (1406 - 1) / 4406 (0.3189); sigma_w^2 = 16 T ln(1/delta)/(eps^2 n^2 rho)
     and sigma_theta = L D sigma_w, checked by hand at eps = 2, L = 3, D = 0.5."""
     rho = code_rho([3000, 1406])
     assert rho == pytest.approx(1405 / 4406) and round(rho, 4) == 0.3189
@@ -75,7 +75,7 @@ def test_parkinsons_rho_is_the_codes_and_the_formula_is_exact():
 
 
 def test_conditions_hold_for_the_tabular_settings_and_fail_for_utk_face():
-    """spec §2.3: Adult needs >= 8.3 eps epochs (200 used); UTK-Face violates both conditions
+    """Thm. 3.3's conditions: Adult needs >= 8.3 eps epochs (200 used); UTK-Face violates both
     (2 ln(1/delta) = 39.1 < 50 and T = 41,700 < (n sqrt(10) / 128)^2 = 1.9e5 already at 10)."""
     n = 33_916
     assert theorem_3_3_conditions(9.0, 1 / n**2, n, 1024, 6800) == {

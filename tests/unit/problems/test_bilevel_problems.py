@@ -1,4 +1,4 @@
-"""E0 (spec 002 §7): the bilevel problems' closed forms against autograd of their per-example
+"""E0: the bilevel problems' closed forms against autograd of their per-example
 losses (Eq. (1), Eq. (3), y*, y^lambda) and finite differences, their a-priori constants on
 sampled points, and the penalty lemmas measured on P-A: Lemma 8.5 (||y^l - y*|| <=
 L0f / (lambda mu_g)) and Lemma 4.3 (ii), both with slope -1 in lambda."""
@@ -80,7 +80,7 @@ def test_gradients_and_penalty_quantities_match_autograd(name):
     stationarity = torch.func.grad(lambda yy: f(x[0], yy) + lam[0] * g(x[0], yy))(y_lambda[0])
     assert torch.linalg.vector_norm(stationarity) < 1e-12
 
-    def penalty_value(xx):  # L*_lambda(x) = f + lambda (g(x, y^l) - g(x, y*)) (§1.6)
+    def penalty_value(xx):  # L*_lambda(x) = f + lambda (g(x, y^l) - g(x, y*)) (Sec. 4.1)
         yl, ys = problem.penalty_solution(xx, lam, stats)[0], problem.inner_solution(xx, stats)[0]
         return f(xx[0], yl) + lam[0] * (g(xx[0], yl) - g(xx[0], ys))
 
@@ -189,7 +189,7 @@ def test_penalty_lemmas_have_slope_minus_one_in_lambda_on_pa():
 
 
 def test_inner_solution_moves_at_most_its_output_sensitivity_on_neighbours():
-    """The replace-one stability 2 L0g / (mu_g n) behind the OP inner release (§2.7e)."""
+    """The replace-one stability 2 L0g / (mu_g n) behind the OP inner release."""
     problem, sample, _, _, x = _setup("pa_linear_response", n=50)
     fresh = problem.sample(1, make_generator(9, "fresh"))
     other = {k: torch.cat([fresh[k], v[1:]]) for k, v in sample.items()}
@@ -227,10 +227,10 @@ def _start_gradient(d_x: int, d_y: int, **kwargs) -> float:
 
 
 def test_pa_start_gradient_is_held_across_the_sweep_dimensions():
-    """P-A's spec draw gives ||grad F_P(0)|| ~ (a / 2) ||u0 - v0|| sqrt(d_x / d_y): 0.41 at
+    """P-A's default draw gives ||grad F_P(0)|| ~ (a / 2) ||u0 - v0|| sqrt(d_x / d_y): 0.41 at
     (4, 4), 0.089 at (4, 64); with start_gradient 0.2 it is 0.2 (to the unit-ball
     projection's correction) at every (d_x, d_y) of the sweeps, and the rest of the instance
-    (M0, the constants) is the spec's."""
+    (M0, the constants) is the default's."""
     drawn = [_start_gradient(d_x, d_y) for d_x, d_y in SWEEP_DIMS]
     assert max(drawn) / min(drawn) > 4
     held = [_start_gradient(d_x, d_y, start_gradient=0.2) for d_x, d_y in SWEEP_DIMS]

@@ -1,4 +1,4 @@
-"""E0 of spec 003 §6 (H6): the stability lemmas on replace-one neighbours, over a grid of n
+"""E0 (H6): the stability lemmas on replace-one neighbours, over a grid of n
 and d and many pairs. Lemma 3.3: ||x_S - x_S'|| <= 2L / (mu n) (P1, P2-SC); Lemma 4.3:
 mu_x ||dx||^2 + mu_y ||dy||^2 <= 4 L^2 / (mu n^2) (G1). Neighbours replace one example by a
 fresh draw, and on P1 also by an extreme atom (a along w*, the largest noise: the largest

@@ -1,4 +1,4 @@
-"""The problem layer's exact answers (spec 003 §5.3): closed-form per-example gradients against
+"""The problem layer's exact answers (our problems): closed-form per-example gradients against
 autograd of the single-example loss, stationarity of the exact empirical solutions, zero strong
 gap / excess risk exactly at the solutions, the population objective against a Monte-Carlo mean,
 and the a-priori Lipschitz constants on the feasible set."""

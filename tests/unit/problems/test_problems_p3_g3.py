@@ -1,4 +1,4 @@
-"""P3 (tunable smoothness) and G3 (non-affine C-C game) of spec 003 §5.3: closed-form gradients
+"""P3 (tunable smoothness) and G3 (non-affine C-C game) (our problems): closed-form gradients
 against autograd of one example, exact solutions (stationarity / KKT on the balls, against
 independent solvers, the population solution as the empirical one at the exact frequencies),
 the a-priori constants on random points, the weak gap, and the phased methods on them."""
@@ -131,7 +131,7 @@ def test_g3_empirical_saddle_point_has_zero_gap_and_zero_gradient(kwargs):
 @pytest.mark.parametrize("name", ["p3", "g3"])
 def test_proximal_solutions_on_the_boundary_satisfy_kkt_and_match_an_iterative_solver(name):
     """Centers far outside the balls put the prox solution on the boundary: the projected
-    residual vanishes; a certified iterative base solver (AGD / extragradient, spec §2.9)
+    residual vanishes; a certified iterative base solver (AGD / extragradient)
     lands within its target of it."""
     if name == "p3":
         problem, solver = LogCoshRegression(tau=0.05, radius=1.5, seed=4), "agd"
@@ -234,7 +234,7 @@ def test_p3_needs_a_spanning_sample_without_prox_and_a_ball_containing_w_star():
 
 
 def test_g3_weak_gap_shows_the_cost_of_noise_that_cancels_in_the_mean():
-    """Spec §7 row 10: noise of mean zero around the saddle point costs a positive weak gap on
+    """Noise of mean zero around the saddle point costs a positive weak gap on
     the non-affine G3 (Jensen), at most the mean strong gap; one point's weak gap is its strong
     gap; copies of the saddle point have none."""
     problem = SoftplusGame(seed=9)

@@ -1,4 +1,4 @@
-"""The weak gap over seeds (BYOA spec 003 §5.5, the quantity of Thm. 4.8): G2's closed form,
+"""The weak gap over seeds (BYOA, the quantity of Thm. 4.8): G2's closed form,
 and the synthetic-optimization task reporting it per group of seeds beside Thm. 4.8's bound."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dpminimax.seeding import make_generator
 
 def test_g2_weak_gap_is_the_strong_gap_of_the_mean_point_and_cancels_noise():
     """G2 is affine in each block: noise of mean zero around the saddle point costs no weak gap
-    (spec §7 row 10) while every seed's strong gap is positive; one point's weak gap is its
+    while every seed's strong gap is positive; one point's weak gap is its
     strong gap; and it equals max_y mean F(x_s, y) - min_x mean F(x, y_s) computed by brute
     force over the balls' best responses of the averaged objectives."""
     problem = BilinearGame(seed=3)

@@ -1,4 +1,4 @@
-"""The E9 accuracy-condition audit table (spec 003 §6 E9): calls, misses, the exact interval of
+"""The E9 accuracy-condition audit table: calls, misses, the exact interval of
 the miss rate and the rate the proofs allow."""
 
 from __future__ import annotations

@@ -318,7 +318,7 @@ def test_racodp_claims_measured_from_a_runs_table(runs):
 
 
 def test_dpfermi_gains_on_the_papers_own_numbers():
-    """The stored curves (reference file) reproduce the DP gains, not the EO gains (spec §8.2)."""
+    """The stored curves (reference file) reproduce the DP gains, not the EO gains (Sec. 4)."""
     reported = load_reported(ROOT / "papers" / "dpfermi" / "reference" / "reported_baselines.csv")
     reported = reported.loc[reported["epsilon"] < math.inf]
     measured = {}

@@ -1,4 +1,4 @@
-"""DP-FERMI's performance-gain metric, pinned on the numbers the paper plotted (spec 001 §8.2)."""
+"""DP-FERMI's performance-gain metric, pinned on the numbers the paper plotted."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def _paper_panels(constraint: str):
 def test_reconstructed_gain_is_close_to_the_papers_demographic_parity_numbers():
     gains = performance_gains(*_paper_panels("demographic_parity"))
     summary = summarize_gains(gains)
-    # spec 001 §8.2: 15 in-range panels (Adult eps 0.5 is out of range). On the unrounded numbers
-    # decoded from the repository the spec gets median 65.89% (the paper: 65.89%) and mean
+    # 15 in-range panels (Adult eps 0.5 is out of range). On the unrounded numbers
+    # decoded from the repository one gets median 65.89% (the paper: 65.89%) and mean
     # 79.33% (the paper: 79.648%); our reference file holds them rounded to 4 decimals, which
     # moves the interpolation slightly: median 66.53%, mean 79.04% -- within 1 pp of the paper.
     assert summary["panels"] == 15 and summary["panels_out_of_range"] == 1

@@ -1,4 +1,4 @@
-"""BYOA's grid-wide rate figures (spec 003 §5.7 items 2, 5, 7): error vs d and its slopes
+"""BYOA's grid-wide rate figures: error vs d and its slopes
 table, utility vs gradient evaluations, and the measured / bound heat-maps."""
 
 import math

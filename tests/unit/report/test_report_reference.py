@@ -1,4 +1,4 @@
-"""Reported baselines (RaCO-DP Figs. 4 and 6, spec Appendix B) and the paper's claims file."""
+"""Reported baselines (RaCO-DP Figs. 4 and 6) and the paper's claims file."""
 
 import math
 import os
@@ -24,7 +24,7 @@ PAPERS = Path(os.environ.get("DPMINIMAX_PAPERS", "/nonexistent"))
 PAPER = PAPERS / "000_b56857c7f73849d3.txt"
 INF = math.inf
 
-# Rows per (constraint, dataset, epsilon), counted from the tables of spec Appendix B.1 / B.2.
+# Rows per (constraint, dataset, epsilon), counted in the decoded figure data.
 EXPECTED_ROWS = {
     ("demographic_parity", "adult"): {0.5: 11, 1.0: 12, 3.0: 12, 9.0: 13, INF: 13},
     ("demographic_parity", "credit-card"): {0.5: 11, 1.0: 11, 3.0: 10, 9.0: 11, INF: 10},
@@ -64,7 +64,7 @@ def _row(table, constraint, dataset, eps, method, lam=None, point=None):
 
 
 @pytest.mark.parametrize(("key", "values"), [
-    # spec B.1 adult: "| 1 | DP-FERMI | 0.75 | 0.1763 | 0.0455 | [0.0376, 0.0534] |"
+    # adult, DP, eps 1, DP-FERMI at 0.75: 0.1763, 0.0455, band [0.0376, 0.0534]
     (("demographic_parity", "adult", 1.0, "dpfermi", 0.75), (0.1763, 0.0455, 0.0376, 0.0534)),
     # B.1 credit-card: "| 9 | Tran et al. 2021a (DP-ERM mitigation) | 12 | 0.1991 | 0.0088 |
     # [0.0087, 0.0089] |"
@@ -141,13 +141,14 @@ def test_load_claims_names_file_claim_and_key(tmp_path):
         load_claims(bad)
 
 
-# ---------------------------------------------------------------- DP-FERMI (spec 001 §8.3, §8.2)
+# ---------------------------------------------------------------- DP-FERMI (decoded figure data)
 
 DPFERMI_REPORTED = ROOT / "papers" / "dpfermi" / "reference" / "reported_baselines.csv"
 DPFERMI_CLAIMS = ROOT / "papers" / "dpfermi" / "claims.yaml"
 DPFERMI_PAPER = PAPERS / "001_6435a04e7d0e2967.txt"
-DPFERMI_SOURCE = "DP-FERMI repository (Gupta 2023) Figures/*.pt, the plotted means and bands decoded from its stored figure data"
-# Points per (constraint, dataset, epsilon), counted in the tables of spec 001 §8.3: the same
+DPFERMI_SOURCE = ("DP-FERMI repository (Gupta 2023) Figures/*.pt, the plotted means and bands"
+                  " decoded from its stored figure data")
+# Points per (constraint, dataset, epsilon), counted in the decoded figure data: the same
 # panels as RaCO-DP's Appendix B (EXPECTED_ROWS) plus Fig. 5 (UTK-Face, DP-FERMI only).
 DPFERMI_EXPECTED_ROWS = {
     **EXPECTED_ROWS,
@@ -175,16 +176,16 @@ def test_dpfermi_row_counts_match_the_spec(dpfermi_reported):
 
 
 @pytest.mark.parametrize(("key", "values"), [
-    # §8.3 adult DP, eps 3: "λ=0.75: (0.1779, 0.0432 [0.0369, 0.0495])"
+    # decoded: adult DP, eps 3: "λ=0.75: (0.1779, 0.0432 [0.0369, 0.0495])"
     (("demographic_parity", "adult", 3.0, "dpfermi", 0.75), (0.1779, 0.0432, 0.0369, 0.0495)),
-    # §8.3 retired-adult DP, eps inf: "λ=1.5: (0.2061, 0.0186 [0.0165, 0.0208])"
+    # decoded: retired-adult DP, eps inf: "λ=1.5: (0.2061, 0.0186 [0.0165, 0.0208])"
     (("demographic_parity", "retired-adult", INF, "dpfermi", 1.5),
      (0.2061, 0.0186, 0.0165, 0.0208)),
-    # §8.3 UTK-Face, eps 10: "λ=500: (0.8841, 0.0454 [-0.0050, 0.0962])"
+    # decoded: UTK-Face, eps 10: "λ=500: (0.8841, 0.0454 [-0.0050, 0.0962])"
     (("demographic_parity", "utkface", 10.0, "dpfermi", 500.0), (0.8841, 0.0454, -0.0050, 0.0962)),
-    # §8.3 UTK-Face, eps 200 (appendix only): "λ=2: (0.3020, 0.1800 [0.1588, 0.2013])"
+    # decoded: UTK-Face, eps 200 (appendix only): "λ=2: (0.3020, 0.1800 [0.1588, 0.2013])"
     (("demographic_parity", "utkface", 200.0, "dpfermi", 2.0), (0.3020, 0.1800, 0.1588, 0.2013)),
-    # §8.3 credit-card EO, eps 3: "λ=1.5: (0.2159, 0.0001 [-0.0000, 0.0002])"
+    # decoded: credit-card EO, eps 3: "λ=1.5: (0.2159, 0.0001 [-0.0000, 0.0002])"
     (("equalized_odds", "credit-card", 3.0, "dpfermi", 1.5), (0.2159, 0.0001, -0.0, 0.0002)),
 ])
 def test_dpfermi_spot_check_values(dpfermi_reported, key, values):
@@ -194,21 +195,21 @@ def test_dpfermi_spot_check_values(dpfermi_reported, key, values):
 
 
 def test_dpfermi_keys_points_and_single_points(dpfermi_reported):
-    # §8.3 adult DP eps 9: "γ=300: (0.2011, 0.0650)" (Tran 2021a: no band in spec 001)
+    # adult DP eps 9, Tran 2021a at γ = 300: (0.2011, 0.0650), a single point with no band
     tran_a = _row(dpfermi_reported, "demographic_parity", "adult", 9.0, "tran2021a", lam=300.0)
     assert (tran_a["test_error"], tran_a["violation"]) == pytest.approx((0.2011, 0.0650))
     assert tran_a[["violation_lower", "violation_upper"]].isna().all()
-    # §8.3 adult EO eps 1: the 16th Jagielski point "(0.2981, 0.0770)" is point 15
+    # decoded: adult EO eps 1: the 16th Jagielski point "(0.2981, 0.0770)" is point 15
     jag = _row(dpfermi_reported, "equalized_odds", "adult", 1.0, "jagielski2019", point=15)
     assert (jag["test_error"], jag["violation"]) == pytest.approx((0.2981, 0.0770))
-    # §8.3 parkinsons DP eps inf: Tran 2021b "(0.0633, 0.0474)"
+    # decoded: parkinsons DP eps inf: Tran 2021b "(0.0633, 0.0474)"
     single = _row(dpfermi_reported, "demographic_parity", "parkinsons", INF, "tran2021b")
     assert (single["test_error"], single["violation"]) == pytest.approx((0.0633, 0.0474))
     assert single[["fairness_weight", "point"]].isna().all()
 
 
 def test_dpfermi_and_racodp_transcriptions_agree(dpfermi_reported, reported):
-    """Spec 001 §8.3 and spec 000 App. B decode the same files: every RaCO-DP row (error,
+    """Both reference files are decoded from the same figure data: every RaCO-DP row (error,
     violation; the DP-FERMI bands) is in the DP-FERMI file, which adds only UTK-Face."""
     key = ["constraint", "dataset", "epsilon", "method", "fairness_weight", "point"]
     merged = dpfermi_reported.merge(reported, on=key, how="outer", suffixes=("", "_racodp"),

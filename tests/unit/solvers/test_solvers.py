@@ -1,8 +1,8 @@
-"""The base solvers of BYOA (spec 003 §2.8-2.9): every solver returns a point whose TRUE
+"""The base solvers of BYOA (those of Table 2): every solver returns a point whose TRUE
 distance to the exact subproblem solution is within the requested radius (P1 with and without
 a proximal term, with the solution inside the ball and on its boundary; G1; G2 with a proximal
-term), the certificate is an upper bound on that distance, the gradient counts follow the
-pseudocode (spec §7 row 11), SVRG's count per sample hardly grows with n while GD's grows with
+term), the certificate is an upper bound on that distance, the gradient counts are in
+per-sample oracle calls, SVRG's count per sample hardly grows with n while GD's grows with
 the conditioning."""
 
 from __future__ import annotations

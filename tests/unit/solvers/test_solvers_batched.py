@@ -1,8 +1,8 @@
-"""The base solvers of BYOA over the run axis (spec 003 §2.8-2.9): ``solve_runs`` on R runs with
+"""The base solvers of BYOA over the run axis (those of Table 2): ``solve_runs`` on R runs with
 their own samples, proximal terms (moduli differing across runs), targets and streams returns,
 per run, a point within its radius of the exact subproblem solution and its own count; it is R
 calls of ``solve`` (the same counts, points and stream states); a loose target stops earlier
-than a tight one; a run past its budget is a SolverError; Markov stopping (spec §6 E9) runs the
+than a tight one; a run past its budget is a SolverError; Markov stopping (E9) runs the
 a-priori iterations and flags whether each point meets its target."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_a_run_past_its_budget_is_an_error(solver):
 @pytest.mark.parametrize(("name", "solver"), [("p1_least_squares", "gd"),
                                               ("g1_quadratic_game", "extragradient")])
 def test_markov_stopping(name, solver):
-    """Spec §6 E9: without the certificate, the a-priori iterations for the in-expectation
+    """E9: without the certificate, the a-priori iterations for the in-expectation
     accuracy (one full operator per iteration, plus the last) meet every run's target here;
     more for a smaller delta; a delta so large that none is planned leaves each run at its
     start (n evaluations), which the diagnostic flags."""

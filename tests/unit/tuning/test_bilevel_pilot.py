@@ -1,4 +1,4 @@
-"""The pilot that tunes §5.2's schedule multipliers (spec 002 §6.2 "Grids", A2, A22): its table
+"""The pilot that tunes the theory schedule's multipliers (A2, A22): its table
 (median and 90th percentile over seeds per (c_lam, c_T), the argmin of the median) on a pinned
 frame, the freeze claim's verdict both ways, and the experiment's configuration (its seeds, hence
 its samples, disjoint from every evaluation run's; the frozen defaults on its grid)."""
@@ -148,7 +148,7 @@ def _jobs(scale: str):
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_the_pilot_runs_at_the_specs_point_on_its_own_seeds(scale):
-    """n = 10^4, epsilon 1, P-A (4, 16), the theory schedule (spec §6.2 "Grids"); no seed of the
+    """n = 10^4, epsilon 1, P-A (4, 16), the theory schedule; no seed of the
     pilot is a seed of another bilevel job or of the leak (whose S+ / S- runs take seeds 0 ...
     2 runs - 1) at the same scale, so no pilot sample is an evaluation sample."""
     jobs = _jobs(scale)

@@ -1,4 +1,4 @@
-"""Section 7's tuning (DP bilevel, spec 002 §4, §6.2 P-C, E6): P-C's closed forms, the exact
+"""Section 7's tuning (DP bilevel, testbed P-C, E6): P-C's closed forms, the exact
 stationary point of the non-private references, the sign error of A10, and the privacy of the
 tuners, checked against quantities derived here: the inner fits' replace-one sensitivity at the
 current omega (2 L / (omega n) for g, 2 (L_f + lambda L_g) / ((lambda omega - L1f) n) for
@@ -70,7 +70,7 @@ def test_pc_closed_forms_are_the_argmins_and_eq_1_is_the_derivative():
 
 
 def test_the_penalty_vector_tends_to_the_hypergradient_like_one_over_lambda():
-    """Spec §4.3's check: lambda (R(y^lambda) - R(y*)) -> F'(omega), error ~ 1 / lambda; so
+    """A check of Sec. 7's rule: lambda (R(y^lambda) - R(y*)) -> F'(omega), error ~ 1 / lambda; so
     descent must subtract it (A10)."""
     problem = _problem()
     _, stats = _stats(problem, 2000, seeds=(0,))
