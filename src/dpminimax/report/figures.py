@@ -141,8 +141,9 @@ SEED_NOTE = "seed_note"
 
 
 def stamp_seeds(fig: Figure, table: pd.DataFrame) -> None:
-    """Say under the figure how many seeds each point averages and what its interval is (or
-    the figure's own :data:`SEED_NOTE`)."""
+    """Say under the figure (as the title of its figure legend, where it has one) how many
+    seeds each point averages and what its interval is (or the figure's own
+    :data:`SEED_NOTE`)."""
     counts = table.groupby(["dataset", "method", "epsilon"])["seed"].nunique()
     if counts.empty:
         return
@@ -150,6 +151,11 @@ def stamp_seeds(fig: Figure, table: pd.DataFrame) -> None:
     seeds = f"{low}" if low == high else f"{low}-{high}"
     note = getattr(fig, SEED_NOTE, None) or (f"mean over {seeds} seed(s) per point; intervals: "
                                              "95% Student-t, clipped to the metric's range")
+    if fig.legends:  # a text under the figure overlapped the last row of a legend there
+        legend = fig.legends[-1]
+        legend.set_title(note, prop={"size": 6})
+        legend.get_title().set_color("#555555")
+        return
     # below the axes' area (the saved bounding box grows to hold it): never over an x label
     fig.text(0.99, 0.0, note, ha="right", va="top", fontsize=6, color="#555555")
 

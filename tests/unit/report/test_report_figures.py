@@ -86,3 +86,24 @@ def test_clear_errors(runs, tmp_path):
         plot_attack_vs_epsilon(runs, metric="test_accuracy", delta=1e-5,
                                out_paths=[tmp_path / "x.png"])
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_seed_note_is_the_title_of_a_figure_legend_under_the_axes(runs):
+    """The note under a figure ("mean over N seeds ...") once overlapped the last row of a
+    legend placed under the axes (RaCO-DP's Fig. 9, once saved): with a figure legend it is
+    that legend's title, laid out with it; without one, a text under the figure."""
+    from dpminimax.report.figures import stamp_seeds
+
+    fig, ax = plt.subplots(layout="constrained")
+    for method in ("a", "b", "c"):
+        ax.plot([0, 1], [0, 1], label=f"method {method}")
+    legend = fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    texts = len(fig.texts)
+    stamp_seeds(fig, runs)
+    assert legend.get_title().get_text().startswith("mean over 3 seed(s) per point")
+    assert len(fig.texts) == texts
+    plt.close(fig)
+    bare, _ = plt.subplots(layout="constrained")
+    stamp_seeds(bare, runs)
+    assert bare.texts[-1].get_text().startswith("mean over 3 seed(s) per point")
+    plt.close(bare)
