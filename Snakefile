@@ -14,6 +14,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report_status.smk"
+include: "workflow/rules/compare_plan.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
 

@@ -117,14 +117,14 @@ def test_split_is_deterministic_by_seed_and_max_rows_subsamples_first(samples):
 
 
 def test_image_sample_end_to_end_keeps_the_canonical_split(samples):
-    samples("mnist", 12)
+    samples("mnist", 60)   # 60 training and 10 test images (the real files' 6 : 1)
     ds = load_dataset("mnist", max_rows=5, test_fraction=0.9)
     assert ds.x_train.shape == ds.x_test.shape == (5, 1, 28, 28)
     assert ds.x_train.dtype == np.float32 and 0.0 <= ds.x_train.min() <= ds.x_train.max() <= 1.0
     assert ds.group_names == ["all"] and not ds.s_train.any() and ds.meta["n_features"] == 784
     assert ds.meta["positive_rate"] is None and ds.meta["n_classes"] == 10
     full = load_dataset("mnist")
-    assert full.meta["n_train"] == full.meta["n_test"] == 12
+    assert (full.meta["n_train"], full.meta["n_test"]) == (60, 10)
 
 
 def test_synthetic_fair_is_seeded_and_group_correlated():
