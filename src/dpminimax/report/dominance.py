@@ -195,10 +195,10 @@ def resampled_curves(runs: pd.DataFrame, violation: str, *,
     if points.empty:
         return None
     groups, means = resampled_means(points, GROUP, ["test_error", violation], draws, seed)
-    return _Curves(groups, means, _reported_curves(reported, violation))
+    return _Curves(groups, means, reported_curves(reported, violation))
 
 
-def _reported_curves(reported: pd.DataFrame | None, violation: str) -> dict[tuple, Curve]:
+def reported_curves(reported: pd.DataFrame | None, violation: str) -> dict[tuple, Curve]:
     """(dataset, epsilon, "<method> (reported)") -> the plotted points of the constraint that
     ``violation`` measures."""
     if reported is None:

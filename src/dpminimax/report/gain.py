@@ -31,9 +31,9 @@ from dpminimax.report.dominance import (
     DRAWS,
     REPORTED_SUFFIX,
     percentile_interval,
+    reported_curves,
     resampled_means,
 )
-from dpminimax.report.reference import CONSTRAINT_VIOLATION
 
 KEYS = ("dataset", "epsilon")
 
@@ -127,7 +127,7 @@ def resampled_gains(runs: pd.DataFrame, violation: str, *, curve_method: str = "
         return empty
     groups, means = resampled_means(rows, [*PANEL, "method", "p_lam"],
                                     ["test_error", violation], draws, seed)
-    plotted = _reported_points(reported, violation)
+    plotted = reported_curves(reported, violation)
     panels, gains = [], []
     for panel, members in groups.groupby(list(PANEL), sort=True):
         curve = _draws_of(curve_method, members, means, plotted, panel)
@@ -145,26 +145,17 @@ def resampled_gains(runs: pd.DataFrame, violation: str, *, curve_method: str = "
     return pd.DataFrame(panels, columns=list(PANEL)), np.array(gains).T
 
 
-def _reported_points(reported: pd.DataFrame | None,
-                     violation: str) -> dict[tuple[str, float, str], np.ndarray]:
-    """(dataset, epsilon, "<method> (reported)") -> the paper's plotted (error, violation)
-    points of the constraint ``violation`` measures, shape (points, 2)."""
-    if reported is None:
-        return {}
-    constraint = {v: c for c, v in CONSTRAINT_VIOLATION.items()}[violation]
-    rows = reported.loc[reported["constraint"] == constraint]
-    return {(dataset, float(eps), method + REPORTED_SUFFIX):
-            group[["test_error", "violation"]].to_numpy(float)
-            for (dataset, eps, method), group in rows.groupby(["dataset", "epsilon", "method"])}
-
-
 def _draws_of(method: str, members: pd.DataFrame, means: np.ndarray,
-              plotted: Mapping[tuple, np.ndarray], panel: tuple) -> np.ndarray | None:
+              plotted: Mapping[tuple, tuple[np.ndarray, np.ndarray]],
+              panel: tuple) -> np.ndarray | None:
     """``method``'s points in ``panel`` per draw, (draws + 1, points, 2): its groups' resampled
     means, or the paper's plotted points repeated; None where it has none there."""
     if method.endswith(REPORTED_SUFFIX):
-        points = plotted.get((panel[1], float(panel[2]), method))
-        return None if points is None else np.broadcast_to(points, (len(means), *points.shape))
+        curve = plotted.get((panel[1], float(panel[2]), method))
+        if curve is None:
+            return None
+        points = np.column_stack(curve)
+        return np.broadcast_to(points, (len(means), *points.shape))
     index = members.index[members["method"] == method].to_numpy()
     return means[:, index, :] if len(index) else None
 
