@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpminimax.report.claim_rules import ROUND_OFF, matching_runs
+
 #: Bootstrap draws of a claim's interval (percentile interval, 95%).
 DRAWS = 1000
 #: Smallest gap between the global and the last-two-point slope's intervals that says a rate
 #: curve is not a power law over its window (module docstring).
 MIN_BEND = 0.05
-INTERVALS = ("bootstrap", "t", "exact")
-ROUND_OFF = 1e-9
 
 
 @dataclass
@@ -84,8 +84,6 @@ def estimate(measure: Mapping[str, Any], runs: pd.DataFrame, *, interval: str = 
              seed: int = 0, metric: str | None = None, draws: int = DRAWS) -> Estimate:
     """``measure`` evaluated on ``runs`` (its ``metric`` replaced by ``metric`` if given, e.g. the
     trivial baseline's column), with its interval of kind ``interval``."""
-    from dpminimax.report.claims import matching_runs
-
     measure = {**measure, "metric": metric} if metric else dict(measure)
     rows, reason = matching_runs(measure, runs)
     if reason:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from dpminimax.report.claim_rules import check_claim
+
 REPORTED_COLUMNS = (
     "source", "constraint", "dataset", "epsilon", "method", "method_label", "fairness_weight",
     "test_error", "violation", "violation_lower", "violation_upper",
@@ -80,12 +82,10 @@ def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
     Every claim must have the keys :data:`CLAIM_KEYS` (``value``, ``unit`` and ``tolerance`` may
     be null only for ``comparison: qualitative``) and a unique ``id``, and its optional keys
     (``kind``, ``interval``, ``trivial``, a rate's ``measure.window``) and measure must be of
-    :mod:`.claims`' vocabulary (:func:`.claims.check_claim`); otherwise
+    :mod:`.claim_rules`' vocabulary (:func:`.claim_rules.check_claim`); otherwise
     :class:`ReferenceFileError` names the file, the claim and what is wrong, in one line.
     """
     import yaml
-
-    from dpminimax.report.claims import check_claim
 
     path = Path(path)
     if not path.is_file():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpminimax.report.claims import (
+from dpminimax.report.claim_rules import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,

@@ -30,7 +30,8 @@ from dpminimax.attacks.bilevel_leak import (
     outputs,
 )
 from dpminimax.report.bilevel_leak import LEAK_CLAIMS, leak_claims
-from dpminimax.report.claims import HOLDS, claims_table
+from dpminimax.report.claim_rules import HOLDS
+from dpminimax.report.claims import claims_table
 from dpminimax.report.reference import load_claims
 
 EPSILONS = (0.5, 4.0)

@@ -7,15 +7,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.report.claims import (
+from dpminimax.report.claim_rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
-    TABLE_COLUMNS,
     accepted_band,
-    claims_table,
     is_reproduced,
+)
+from dpminimax.report.claims import (
+    TABLE_COLUMNS,
+    claims_table,
     measure_from_runs,
     render_markdown,
     write_claims_table,

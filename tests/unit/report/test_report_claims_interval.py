@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpminimax.report.claims import (
+from dpminimax.report.claim_rules import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
@@ -17,10 +17,9 @@ from dpminimax.report.claims import (
     REPRODUCED,
     UNINFORMATIVE,
     check_claim,
-    claims_table,
     interval_verdict,
-    seeds_to_decide,
 )
+from dpminimax.report.claims import claims_table, seeds_to_decide
 from dpminimax.report.claims_interval import Estimate, claim_seed, estimate
 from dpminimax.report.reference import ReferenceFileError, load_claims
 

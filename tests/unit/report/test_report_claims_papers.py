@@ -9,13 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.report.claims import (
-    NOT_REPRODUCED,
-    REPRODUCED,
-    UNINFORMATIVE,
-    accepted_band,
-    claims_table,
-)
+from dpminimax.report.claim_rules import NOT_REPRODUCED, REPRODUCED, UNINFORMATIVE, accepted_band
+from dpminimax.report.claims import claims_table
 from dpminimax.report.reference import load_claims
 
 ROOT = Path(__file__).resolve().parents[3]
