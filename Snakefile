@@ -16,6 +16,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/report_status.smk"
 include: "workflow/rules/compare_plan.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/attack.smk"
 include: "workflow/rules/compare.smk"
 
 

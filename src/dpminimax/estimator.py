@@ -263,10 +263,10 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
     data, encoder, levels = (None, None, None) if problem is not None else _prepare(
         X, y, s, test, test_fraction, split_seed, categorical)
     name = problem if data is None else data.name
-    device = training._start(method_obj, name)
+    device = training.start_job(method_obj, name)
     fits = training.fit_by_shared(method_obj, data, runs, device)
     config = {"dataset": name, "method": method_obj.name}
-    table = pd.concat([training._run_table(config, method_obj, result, data, device,
+    table = pd.concat([training.run_table(config, method_obj, result, data, device,
                                            [{} for _ in result.runs]) for result in fits],
                       ignore_index=True)
     if s is None:
@@ -446,7 +446,7 @@ def _column(frame: pd.DataFrame, key: str) -> np.ndarray:
 def _codes(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     """Ids in sorted order of the values, and the values (as Python scalars)."""
     levels, ids = np.unique(np.asarray(values), return_inverse=True)
-    return ids.astype(np.int64).reshape(-1), [training._plain(v) for v in levels]
+    return ids.astype(np.int64).reshape(-1), [training.plain(v) for v in levels]
 
 
 def _is_numeric(column: pd.Series) -> bool:

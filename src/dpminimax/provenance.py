@@ -107,6 +107,7 @@ def dataset_code_fingerprint(name: str, *extra: str) -> str:
 def train_code_fingerprint() -> str:
     """The fingerprint of everything a training job (train + attack) runs: the workflow's
     train rule carries it as a param, and a job stamps it into its metrics as ``code_version``."""
-    return code_fingerprint("algorithms", "kernels", "privacy", "models", "metrics",
+    return code_fingerprint("algorithms", "kernels", "privacy", "models", "metrics", "tasks",
                             *training_data_parts(), "attacks", "api/__init__.py", "api/columns.py",
-                            "api/training.py", "seeding.py")
+                            "api/training.py", "api/tuning.py", "api/attacks.py", "api/model_io.py",
+                            "fit_result.py", "seeding.py")

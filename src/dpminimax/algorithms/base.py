@@ -15,7 +15,7 @@ import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from dpminimax.algorithms.params import CLIP, CLIP_OR_INF, Check, ParameterError, check_values
 from dpminimax.data import PreparedDataset
+from dpminimax.fit_result import FitResult, RunSpec  # below the tasks; public here too
 from dpminimax.kernels.membership import member_count, shadow_indices
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.events import event_to_dict, non_private_event
@@ -32,44 +33,6 @@ from dpminimax.tasks import FAIR_CLASSIFICATION, Task
 
 #: The ``control`` of a noiseless clipped control's runs (:func:`noise_off_control`).
 NOISE_OFF = "noise_off"
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run: a seed, a privacy target and a full set of hyper-parameter values; a shadow
-    model (``shadow``: its index) trains on its own half of the training rows only
-    (:mod:`dpminimax.kernels.membership`)."""
-
-    seed: int
-    epsilon: float
-    delta: float
-    params: Mapping[str, Any] = field(default_factory=dict)
-    shadow: int | None = None
-
-    @property
-    def run_id(self) -> str:
-        grid = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
-        shadow = "" if self.shadow is None else f"shadow={self.shadow};"
-        return f"{shadow}seed={self.seed};eps={self.epsilon:g};{grid}"
-
-
-@dataclass
-class FitResult:
-    """R trained runs: the batched model, its state (leading run axis) and per-run privacy."""
-
-    model: Any
-    state: dict[str, torch.Tensor]
-    runs: list[RunSpec]
-    accounting: list[dict]
-    resolved_params: list[dict] = field(default_factory=list)
-    #: Per-run counts the program kept while training (its optional ``counters``: BYOA's base
-    #: solvers' gradient evaluations), which the task adds to each run's metric row; empty
-    #: when it keeps none.
-    counters: list[dict] = field(default_factory=list)
-    #: Each run's training sample where the program drew its own data (a synthetic problem's
-    #: runs: the program's optional ``samples``), which the task measures the empirical
-    #: quantities on; empty otherwise.
-    samples: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -287,7 +250,7 @@ class Method(ABC):
             if monitor is not None:
                 monitor(step, program.model, program.state)
         return FitResult(program.model, program.state, list(runs),
-                         [dict(plan.record) for plan in plans], resolved,
+                         [dict(plan.record) for plan in plans], self, resolved,
                          [dict(c) for c in getattr(program, "counters", [])],
                          list(getattr(program, "samples", [])))
 

@@ -1,9 +1,11 @@
 """The only functions the workflow scripts call: prepare, train, attack, aggregate, draw.
 
 Every function reads and writes files (atomically) so that a Snakemake rule, ``dpminimax rerun``
-and a notebook all go through the same code. The training side (:mod:`.training`: torch, the
-algorithms, the data) and the reporting side (:mod:`.reporting`: pandas, matplotlib) load on
-first use, so a report job, one of hundreds in a grid, does not pay for torch at start-up.
+and a notebook all go through the same code. The training side, by stage (:mod:`.training`,
+:mod:`.tuning`, :mod:`.attacks`, with :mod:`.model_io`: torch, the algorithms, the data), and
+the reporting side (:mod:`.reporting`: pandas, matplotlib) load on first use, so a report job,
+one of hundreds in a grid, does not pay for torch at start-up. (The stage modules are not named
+after the functions ``train``, ``tune``, ``attack``: an imported submodule would shadow them.)
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 
 #: Public name -> the submodule that defines it.
 _SIDES = {
-    **dict.fromkeys(("NonFiniteResultError", "attack", "audit", "leak", "lira",
-                     "prepare_dataset", "select_configs", "set_threads", "train", "tune"),
+    **dict.fromkeys(("NonFiniteResultError", "prepare_dataset", "set_threads", "train"),
                     "training"),
+    **dict.fromkeys(("select_configs", "tune"), "tuning"),
+    **dict.fromkeys(("attack", "audit", "leak", "lira"), "attacks"),
     **dict.fromkeys(("aggregate", "make_claims_table", "make_experiment_table", "make_figure",
                      "make_lira_report", "make_notebook", "make_table", "report_status"),
                     "reporting"),

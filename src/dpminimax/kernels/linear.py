@@ -31,7 +31,7 @@ Basic arithmetic (+, -, *, /, sqrt) is correctly rounded in both loop paths and 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -50,8 +50,17 @@ from dpminimax.kernels.sparse_rows import (
     sparse_rows_supported,
 )
 
-if TYPE_CHECKING:
-    from dpminimax.privacy.release import BatchedRelease
+
+class NoisingRelease(Protocol):
+    """What these kernels use of a batched release (:class:`dpminimax.privacy.release.
+    BatchedRelease`, which is above the kernels: it noises with them): the runs' clip norms
+    (R,) and its noise on a dict of (R, ...) sums, run r's from ``generators[r]``."""
+
+    clip: torch.Tensor
+
+    def perturb(self, summed: dict[str, torch.Tensor],
+                generators: Sequence[torch.Generator]) -> dict[str, torch.Tensor]: ...
+
 
 #: Elementwise products per chunk of runs in :func:`linear_logits` (4 MB in float32).
 _CHUNK_ELEMENTS = 1 << 20
@@ -221,7 +230,7 @@ def private_linear_step(
     x: torch.Tensor | IndexedRows,
     mask: torch.Tensor,
     *,
-    release: BatchedRelease,
+    release: NoisingRelease,
     generators: Sequence[torch.Generator],
     step_size: torch.Tensor,
 ) -> None:
@@ -240,7 +249,7 @@ def private_linear_step(
 
 
 def noisy_linear_descent(state: dict[str, torch.Tensor], sums: dict[str, torch.Tensor], *,
-                         release: BatchedRelease, generators: Sequence[torch.Generator],
+                         release: NoisingRelease, generators: Sequence[torch.Generator],
                          step_size: torch.Tensor) -> None:
     """The tail of :func:`private_linear_step` for gradient sums computed elsewhere (clipped
     to ``release.clip``): ``release``'s noise from ``generators[r]`` on ``sums`` (``weight``

@@ -1,7 +1,7 @@
 """What a method's runs are for: the data a task needs, how its runs are evaluated, and whether
 membership attacks apply (issue #17 item 4).
 
-``api.train`` calls the method's task to turn a :class:`~dpminimax.algorithms.base.FitResult`
+``api.train`` calls the method's task to turn a :class:`~dpminimax.fit_result.FitResult`
 into one metrics row per run; the workflow attacks a job only where its task is ``attacked``.
 """
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 if TYPE_CHECKING:
-    from dpminimax.algorithms.base import FitResult, Method
     from dpminimax.data import PreparedDataset
+    from dpminimax.fit_result import FitResult
 
 
 class Task(ABC):
@@ -29,6 +29,7 @@ class Task(ABC):
     draws_data: ClassVar[bool]
 
     @abstractmethod
-    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
+    def evaluate(self, fit: FitResult, data: PreparedDataset,
                  device: torch.device) -> list[dict[str, Any]]:
-        """One metrics row per run of ``fit`` (method-specific metrics included)."""
+        """One metrics row per run of ``fit`` (method-specific metrics included: what the task
+        needs of the method that fitted it is ``fit.method``)."""

@@ -35,7 +35,7 @@ from dpminimax.tasks.base import Task
 from dpminimax.trivial import OUTPUT, column, prefixed
 
 if TYPE_CHECKING:
-    from dpminimax.algorithms.base import FitResult, Method
+    from dpminimax.fit_result import FitResult
 
 
 #: Metrics that are no utility of the output: the dimensions, the penalty method's bias at it
@@ -51,11 +51,11 @@ class BilevelOptimization(Task):
     attacked: ClassVar[bool] = False
     draws_data: ClassVar[bool] = True
 
-    def evaluate(self, method: Method, fit: FitResult, data: Any,
+    def evaluate(self, fit: FitResult, data: Any,
                  device: torch.device) -> list[dict[str, Any]]:
-        problem = method.problem(fit.resolved_params[0])
+        problem = fit.method.problem(fit.resolved_params[0])
         if len(fit.samples) != len(fit.runs):
-            raise ValueError(f"method {method.name!r}: its program kept no training samples")
+            raise ValueError(f"method {fit.method.name!r}: its program kept no training samples")
         rows: list[dict[str, Any]] = [dict(c) for c in fit.counters] or [{} for _ in fit.runs]
         # the runs of one job may differ in n (api.fit_by_shared joins the groups), and a
         # problem's statistics may be its examples (P-C logistic): runs grouped by n

@@ -19,8 +19,8 @@ from dpminimax.tasks.base import Task
 from dpminimax.trivial import BELOW_MAJORITY, MAJORITY_GAIN_LOW, OUTPUT, prefixed
 
 if TYPE_CHECKING:
-    from dpminimax.algorithms.base import FitResult, Method
     from dpminimax.data import PreparedDataset
+    from dpminimax.fit_result import FitResult
 
 log = logging.getLogger("dpminimax")
 
@@ -33,19 +33,20 @@ class FairClassification(Task):
     attacked: ClassVar[bool] = True
     draws_data: ClassVar[bool] = False
 
-    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
+    def evaluate(self, fit: FitResult, data: PreparedDataset,
                  device: torch.device) -> list[dict[str, Any]]:
         """Test metrics (``test_accuracy``, ``test_dp_violation``...), the same on the training
         set (``train_...``), ``train_loss``, ``degenerate_predictor`` (one class predicted for
         every test row: its fairness gaps are 0 trivially), ``majority_gain_low`` and
-        ``below_majority`` (:func:`below_majority`) and ``method.extra_metrics``."""
+        ``below_majority`` (:func:`below_majority`) and the fitting method's ``extra_metrics``."""
         x_train = split_inputs(data, "train", device)
         predictions = fit.model.predict(fit.state, split_inputs(data, "test", device)).cpu().numpy()
         train_predictions = fit.model.predict(fit.state, x_train).cpu().numpy()
         train_losses = fit.model.losses(
             fit.state, x_train, torch.as_tensor(data.y_train, device=device),
         ).mean(dim=1).cpu().numpy()
-        extra = method.extra_metrics(fit, data, device)
+        extra = fit.method.extra_metrics(fit, data, device)
+        name = fit.method.name
         majority = majority_class(data)
         trivial = majority_report(data, majority)
         rows = []
@@ -54,7 +55,7 @@ class FairClassification(Task):
             if degenerate:
                 log.warning("%s run %s predicts one class for every test example (a constant "
                             "predictor): its accuracy is the majority rate, its fairness gaps 0",
-                            method.name, run.run_id)
+                            name, run.run_id)
             rows.append({
                 **classification_report(data.y_test, predictions[r], data.s_test),
                 **_train_metrics(classification_report(data.y_train, train_predictions[r],
@@ -62,7 +63,7 @@ class FairClassification(Task):
                 **extra[r],
                 "train_loss": float(train_losses[r]),
                 "degenerate_predictor": degenerate,
-                **below_majority(method.name, run.run_id, data.y_test, predictions[r], majority),
+                **below_majority(name, run.run_id, data.y_test, predictions[r], majority),
                 **trivial,
             })
         return rows

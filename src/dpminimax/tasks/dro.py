@@ -14,8 +14,8 @@ from dpminimax.tasks.base import Task
 from dpminimax.trivial import OUTPUT, prefixed
 
 if TYPE_CHECKING:
-    from dpminimax.algorithms.base import FitResult, Method
     from dpminimax.data import PreparedDataset
+    from dpminimax.fit_result import FitResult
 
 
 class DroClassification(Task):
@@ -26,7 +26,7 @@ class DroClassification(Task):
     attacked: ClassVar[bool] = False
     draws_data: ClassVar[bool] = False
 
-    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset,
+    def evaluate(self, fit: FitResult, data: PreparedDataset,
                  device: torch.device) -> list[dict[str, Any]]:
         # imported here: the attack and the metrics read the methods' modules, which import
         # this package (the tasks are class attributes of the methods)

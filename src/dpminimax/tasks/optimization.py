@@ -14,8 +14,8 @@ from dpminimax.tasks.base import Task
 from dpminimax.trivial import OUTPUT, column, prefixed
 
 if TYPE_CHECKING:
-    from dpminimax.algorithms.base import FitResult, Method
     from dpminimax.data import PreparedDataset
+    from dpminimax.fit_result import FitResult
     from dpminimax.problems import Problem
     from dpminimax.problems.base import Examples, Point
 
@@ -33,16 +33,16 @@ class SyntheticOptimization(Task):
     attacked: ClassVar[bool] = False
     draws_data: ClassVar[bool] = True
 
-    def evaluate(self, method: Method, fit: FitResult, data: PreparedDataset | None,
+    def evaluate(self, fit: FitResult, data: PreparedDataset | None,
                  device: torch.device) -> list[dict[str, Any]]:
         """Each run's errors (class docstring) and, beside them, ``trivial_<metric>``: the
         same errors of the centre of the feasible balls, 0 in every released block (x = 0,
         (x, y) = (0, 0); the start x~_0 = 0 of BYOA's phased algorithms), a point every method
         could release without data (``trivial_output``)."""
-        problem = method.problem(fit.resolved_params[0])
+        problem = fit.method.problem(fit.resolved_params[0])
         params = {name: value.to(problem.dtype) for name, value in fit.state.items()}
         if len(fit.samples) != len(fit.runs):
-            raise ValueError(f"method {method.name!r}: its program kept no training samples "
+            raise ValueError(f"method {fit.method.name!r}: its program kept no training samples "
                              "(FitResult.samples) to measure the empirical quantities on")
         samples = fit.samples
         solution = problem.population_solution()
@@ -64,7 +64,7 @@ class SyntheticOptimization(Task):
                 row[column("population_weak_gap")] = gap
         for r in range(len(samples)):
             run = fit.runs[r]
-            bounds = method.utility_bounds(problem, int(fit.resolved_params[r]["n"]),
+            bounds = fit.method.utility_bounds(problem, int(fit.resolved_params[r]["n"]),
                                            run.epsilon, run.delta)
             for metric, bound in bounds.items():
                 if metric not in rows[r]:  # e.g. a weak-gap bound on a game without one

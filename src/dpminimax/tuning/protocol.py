@@ -219,7 +219,7 @@ def _concatenate(pieces, total: int) -> tuple[FitResult, list[dict[str, Any]]]:
         return [flat[p] for p in position]
 
     fit = FitResult(model=model, state=state, runs=gather(f.runs for f in fits),
-                    accounting=gather(f.accounting for f in fits),
+                    accounting=gather(f.accounting for f in fits), method=fits[0].method,
                     resolved_params=gather(f.resolved_params for f in fits))
     assert len(fit.runs) == total
     return fit, gather(records for _, _, records in pieces)

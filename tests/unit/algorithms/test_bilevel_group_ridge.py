@@ -364,7 +364,7 @@ def _fit(name: str, target: float, seeds=(0, 1, 2), **params):
              if key in method.parameters}
     runs = [RunSpec(seed, target, DELTA, given) for seed in seeds]
     fit = method.fit(None, runs, CPU)
-    return method, fit, method.task.evaluate(method, fit, None, CPU)
+    return method, fit, method.task.evaluate(fit, None, CPU)
 
 
 @pytest.mark.parametrize("name", ["dp_bilevel", "dp_aid", "dp_grid", "np_aid"])

@@ -163,7 +163,7 @@ def _fit(name: str, target: float, seeds=(0, 1, 2, 3), **params):
     given = {key: value for key, value in {**PCL, **params}.items() if key in method.parameters}
     runs = [RunSpec(seed, target, DELTA, given) for seed in seeds]
     fit = method.fit(None, runs, CPU)
-    return fit, method.task.evaluate(method, fit, None, CPU)
+    return fit, method.task.evaluate(fit, None, CPU)
 
 
 def test_np_aid_reaches_the_stationary_point_and_grid_search_its_neighbourhood():

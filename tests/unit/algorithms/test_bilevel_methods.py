@@ -41,7 +41,7 @@ def test_nonprivate_references_reach_their_exact_stationary_points_on_pa():
     for name in ("np_aid", "np_pen"):
         method = get_method(name)
         fit = method.fit(None, _runs(name, math.inf, **params), CPU)
-        rows = method.task.evaluate(method, fit, None, CPU)
+        rows = method.task.evaluate(fit, None, CPU)
         problem = method.problem(fit.resolved_params[0])
         stats = problem.statistics(stack_examples(fit.samples))
         x = fit.state["x"]
@@ -190,10 +190,10 @@ def test_a_job_over_several_n_is_evaluated_run_by_run():
     method = get_method("dp_bilevel")
     runs = [RunSpec(0, 1.0, DELTA, {**SMALL, "n": n}) for n in (60, 90)]
     (fit,) = fit_by_shared(method, None, runs, CPU)
-    rows = method.task.evaluate(method, fit, None, CPU)
+    rows = method.task.evaluate(fit, None, CPU)
     for run, row in zip(runs, rows, strict=True):
         alone = method.fit(None, [run], CPU)
-        assert row == pytest.approx(method.task.evaluate(method, alone, None, CPU)[0])
+        assert row == pytest.approx(method.task.evaluate(alone, None, CPU)[0])
 
 
 @pytest.mark.parametrize("name", ["pa_linear_response", "pc_ridge_tuning", "pd_leak_example"])
@@ -338,7 +338,7 @@ def test_output_rules_are_iterates_of_the_run():
         for t in range(1, 6)]
     for r in range(3):
         assert any(torch.equal(fit.state["x_random"][r], x[r]) for x in iterates)
-    rows = method.task.evaluate(method, fit, None, CPU)
+    rows = method.task.evaluate(fit, None, CPU)
     assert all({"gradient_mapping_norm_last", "gradient_mapping_norm_random"} <= set(row)
                for row in rows)
 

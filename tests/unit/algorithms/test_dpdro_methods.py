@@ -226,7 +226,7 @@ def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
     runs = [RunSpec(seed, epsilon, 1e-5, {k: v for k, v in params.items()
                                           if k in method.parameters}) for seed in (0, 1)]
     fit = method.fit(data, runs, CPU)
-    rows = method.task.evaluate(method, fit, data, CPU)
+    rows = method.task.evaluate(fit, data, CPU)
     steps = fit.resolved_params[0]["steps"]
     for row in rows:
         assert 0 <= row["test_accuracy"] <= 1 and 0 <= row["test_auc"] <= 1

@@ -136,7 +136,7 @@ def test_an_iterative_solver_is_within_the_radius_of_the_exact_solution(problem,
     runs = [RunSpec(seed, math.inf, 1e-5, {"problem": problem, "n": n, "solver": solver})
             for seed in (0, 1)]
     fit = method.fit(None, runs, CPU)
-    rows = method.task.evaluate(method, fit, None, CPU)
+    rows = method.task.evaluate(fit, None, CPU)
     params = fit.resolved_params[0]
     instance = method.problem(params)
     constants = instance.constants
@@ -235,7 +235,7 @@ def test_markov_stopping_audits_every_solver_call():
         runs = [RunSpec(seed, 0.5, 1e-6, {"problem": problem, "n": 256, "solver": solver,
                                           "stopping": "markov"}) for seed in range(3)]
         fit = method.fit(None, runs, CPU)
-        rows = method.task.evaluate(method, fit, None, CPU)
+        rows = method.task.evaluate(fit, None, CPU)
         assert [(row["accuracy_violations"], row["solver_calls"]) for row in rows] == [
             (0, calls)] * 3, name
         allowed = 1e-6 / 8 if "minimax" in name else 1e-6 / 4
@@ -243,7 +243,7 @@ def test_markov_stopping_audits_every_solver_call():
         assert all(row["gradient_evaluations"] > 0 for row in rows)
         certified = method.fit(None, [RunSpec(0, 0.5, 1e-6, {
             "problem": problem, "n": 256, "solver": solver})], CPU)
-        assert "accuracy_violations" not in method.task.evaluate(method, certified, None,
+        assert "accuracy_violations" not in method.task.evaluate(certified, None,
                                                                  CPU)[0]
     with pytest.raises(ValueError, match="a-priori rate"):
         get_method("output_perturbation").plan(RunSpec(0, 0.5, 1e-6, {

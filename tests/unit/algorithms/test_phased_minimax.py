@@ -178,7 +178,7 @@ def test_csc_noise_off_converges_to_the_primal_solution_of_g4():
     for n in (2 ** 8, 2 ** 11, 2 ** 14):
         runs = [RunSpec(seed, math.inf, 1e-6, {"n": n}) for seed in (0, 1)]
         fit = method.fit(None, runs, CPU)
-        evaluated = method.task.evaluate(method, fit, None, CPU)
+        evaluated = method.task.evaluate(fit, None, CPU)
         assert not any("strong_gap" in key for key in evaluated[0])
         rows.append(torch.tensor([[row["distance_x"], row["population_primal_gap"]]
                                   for row in evaluated]))

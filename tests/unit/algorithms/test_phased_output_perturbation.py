@@ -78,7 +78,7 @@ def test_the_private_error_falls_with_n():
         runs = [RunSpec(seed, 1.0, 1e-6, {"n": n}) for seed in range(4)]
         fit = method.fit(None, runs, CPU)
         risks[n] = [row["excess_population_risk"]
-                    for row in method.task.evaluate(method, fit, None, CPU)]
+                    for row in method.task.evaluate(fit, None, CPU)]
     zero = float(method.problem(fit.resolved_params[0]).excess_risk(
         {"x": torch.zeros(1, 10, dtype=torch.float64)})[0])
     assert max(risks[2 ** 17]) < 0.1 * zero
@@ -113,7 +113,7 @@ def test_each_phase_is_within_its_radius_of_the_exact_phase_solution(solver):
         exact = problem.empirical_solution(rows, prox=({"x": previous}, {"x": modulus}))["x"]
         assert float(torch.linalg.vector_norm(state - exact)) <= lipschitz / (modulus * chunk)
         previous = state
-    (row,) = method.task.evaluate(method, fit, None, CPU)
+    (row,) = method.task.evaluate(fit, None, CPU)
     assert row["gradient_evaluations"] >= len(states) * chunk
     assert row["gradient_evaluations_per_sample"] == row["gradient_evaluations"] / 256
 

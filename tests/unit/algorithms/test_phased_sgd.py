@@ -64,7 +64,7 @@ def test_the_nonprivate_twin_reaches_the_statistical_rate():
     risks = {}
     for n in (64, 4096):
         method, fit = _fit("phased_sgd_nonprivate", math.inf, tuple(range(8)), n=n)
-        rows = method.task.evaluate(method, fit, None, CPU)
+        rows = method.task.evaluate(fit, None, CPU)
         risks[n] = sum(row["excess_population_risk"] for row in rows) / len(rows)
         constants = method.problem(fit.resolved_params[0]).constants
         assert risks[n] <= constants.lipschitz * constants.diameter / math.sqrt(n)

@@ -39,7 +39,7 @@ def test_nonprivate_full_batch_sgda_reaches_the_empirical_solution(problem):
 def test_the_task_reports_exact_gaps_and_distances():
     method, fit = _fit("sgda", math.inf, problem="g1_quadratic_game", n=200, batch_size=200,
                        epochs=3000, lr=0.2)
-    rows = method.task.evaluate(method, fit, None, CPU)
+    rows = method.task.evaluate(fit, None, CPU)
     errors = {"population_strong_gap", "empirical_strong_gap", "distance_x", "distance_y"}
     for row in rows:  # each error beside its trivial baseline's, (x, y) = (0, 0)'s
         assert set(row) == errors | {f"trivial_{e}" for e in errors} | {
@@ -47,7 +47,7 @@ def test_the_task_reports_exact_gaps_and_distances():
         assert 0.0 <= row["empirical_strong_gap"] < 1e-4   # at the empirical saddle
         assert row["population_strong_gap"] > row["empirical_strong_gap"]  # sampling error
     _, minimization = _fit("sgda", math.inf, problem="p1_least_squares", n=200, epochs=2)
-    rows = method.task.evaluate(method, minimization, None, CPU)
+    rows = method.task.evaluate(minimization, None, CPU)
     errors = {"excess_population_risk", "excess_empirical_risk", "distance_x"}
     assert errors | {f"trivial_{e}" for e in errors} | {
         "trivial_output", "gradient_evaluations", "gradient_evaluations_per_sample"} == set(rows[0])
@@ -68,7 +68,7 @@ def test_private_runs_are_worse_at_small_epsilon_and_planned_per_block():
         lipschitz = method.problem(fit.resolved_params[0]).constants.lipschitz
         assert [(r.name, r.sensitivity) for r in plan.releases.releases] == [
             ("gradient_x", lipschitz), ("gradient_y", lipschitz)]
-        rows = method.task.evaluate(method, fit, None, CPU)
+        rows = method.task.evaluate(fit, None, CPU)
         gaps[epsilon] = sum(row["population_strong_gap"] for row in rows) / len(rows)
     assert gaps[0.2] > 2 * gaps[20.0]
 

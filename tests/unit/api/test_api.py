@@ -132,3 +132,17 @@ def test_a_replay_stamps_the_code_that_ran_and_warns_when_it_differs(pipeline, t
     saved = json.loads((tmp_path / "replay/run_config.json").read_text())
     assert saved["recorded_code_version"] == "deadbeefdeadbeef"
     assert saved["code_version"] == train_code_fingerprint()
+
+
+def test_public_names_survive_their_stage_modules_import():
+    """Every public name of ``dpminimax.api`` is its function or class, also once the stage
+    modules are imported (a submodule named like a function would replace it on the package)."""
+    import importlib
+    import types
+
+    from dpminimax import api
+
+    for module in ("training", "tuning", "attacks", "model_io", "reporting"):
+        importlib.import_module(f"dpminimax.api.{module}")
+    for name in api.__all__:
+        assert not isinstance(getattr(api, name), types.ModuleType), name

@@ -214,7 +214,7 @@ def test_audit_table_reports_the_smallest_detected_true_epsilon(monkeypatch):
 def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypatch, tmp_path,
                                                                        caplog):
     from dpminimax import api
-    from dpminimax.api import training
+    from dpminimax.api import attacks as attack_stage
     from dpminimax.attacks import canaries
 
     rows = [{"method": "dp_sgd", "release": "all", "bug": "none", "epsilon_claimed": 1.0,
@@ -224,7 +224,7 @@ def test_audit_rule_fails_on_a_violation_and_warns_on_a_missed_control(monkeypat
             {"method": "dp_sgd", "release": "gradient", "bug": "none", "epsilon_claimed": 0.5,
              "epsilon_lower": 0.1, "confidence": 0.95, "canaries": 1000, "detected": False}]
     monkeypatch.setattr(canaries, "audit_table", lambda settings, data, device: rows)
-    monkeypatch.setattr(training, "load_prepared", lambda path: None)
+    monkeypatch.setattr(attack_stage, "load_prepared", lambda path: None)
     out = [tmp_path / "audit.png"]
     table = api.audit({}, tmp_path, tmp_path / "audit.csv", out)
     assert len(table) == 3 and "did not detect" in caplog.text

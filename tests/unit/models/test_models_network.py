@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpminimax.api.training import SAVED_MODELS, _plain_fields
+from dpminimax.api.model_io import SAVED_MODELS, _plain_fields
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_and_accumulate
 from dpminimax.kernels.layerwise import LayerTape, layerwise_per_sample_grads

@@ -277,7 +277,7 @@ def test_the_noise_off_phased_methods_run_the_exact_phases(method, problem, bloc
     method = get_method(method)
     runs = [RunSpec(seed, math.inf, 1e-5, {"problem": problem, "n": 300}) for seed in (0, 1)]
     fit = method.fit(None, runs, CPU)
-    rows = method.task.evaluate(method, fit, None, CPU)
+    rows = method.task.evaluate(fit, None, CPU)
     for r, run in enumerate(runs):
         params = fit.resolved_params[r]
         instance = method.problem(params)

@@ -42,7 +42,7 @@ def test_task_reports_one_weak_gap_per_group_of_seeds_with_its_bound(problem):
     runs = [run for n in (256, 1024)
             for run in expand_runs([0, 1, 2, 3], 0.9, 1e-7, {"problem": problem, "n": n})]
     (fit,) = fit_by_shared(method, None, runs, torch.device("cpu"))  # a program per n, joined
-    rows = method.task.evaluate(method, fit, None, torch.device("cpu"))
+    rows = method.task.evaluate(fit, None, torch.device("cpu"))
     weak_by_n = {}
     for n in (256, 1024):
         group = [row for row, params in zip(rows, fit.resolved_params, strict=True)
@@ -67,6 +67,6 @@ def test_games_without_a_weak_gap_get_no_weak_gap_columns():
     method = get_method("output_perturbation")
     runs = expand_runs([0, 1], 0.9, 1e-7, {"problem": "g1_quadratic_game", "n": 256})
     fit = method.fit(None, runs, torch.device("cpu"))
-    rows = method.task.evaluate(method, fit, None, torch.device("cpu"))
+    rows = method.task.evaluate(fit, None, torch.device("cpu"))
     assert all("population_strong_gap" in row for row in rows)
     assert not any(key.startswith("population_weak_gap") for row in rows for key in row)

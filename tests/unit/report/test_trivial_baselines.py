@@ -28,7 +28,7 @@ def _fit(name: str, epsilon: float, seeds=(0, 1), data=None, **params):
     runs = [RunSpec(seed, epsilon, 1e-6, {k: v for k, v in params.items()
                                           if k in method.parameters}) for seed in seeds]
     fit = method.fit(data, runs, CPU)
-    return method, fit, method.task.evaluate(method, fit, data, CPU)
+    return method, fit, method.task.evaluate(fit, data, CPU)
 
 
 def test_byoa_trivial_gap_is_the_centre_gap_of_the_bilinear_game():
@@ -341,7 +341,7 @@ def test_racodp_constraint_value_of_the_majority_predictor(positives, fnr, tmp_p
     runs = [RunSpec(seed, math.inf, 1e-5, {"constraint": "false_negative_rate", "gamma": gamma,
                                            "max_steps": 5, "batch_size": 64}) for seed in (0, 1)]
     fit = method.fit(data, runs, CPU)
-    rows = method.task.evaluate(method, fit, data, CPU)
+    rows = method.task.evaluate(fit, data, CPU)
     for row in rows:
         for split in ("train", "test"):
             assert row[f"trivial_{split}_max_constraint_violation"] == pytest.approx(fnr - gamma)

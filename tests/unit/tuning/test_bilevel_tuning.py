@@ -92,7 +92,7 @@ def _fit(name: str, target: float, seeds=(0, 1, 2, 3), **params):
     given = {key: value for key, value in {**PC, **params}.items() if key in method.parameters}
     runs = [RunSpec(seed, target, DELTA, given) for seed in seeds]
     fit = method.fit(None, runs, CPU)
-    return method, fit, method.task.evaluate(method, fit, None, CPU)
+    return method, fit, method.task.evaluate(fit, None, CPU)
 
 
 def test_np_aid_reaches_the_exact_stationary_point_of_pc():
