@@ -21,13 +21,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin, per_run
-from dpminimax.algorithms.group_stats import FAIRNESS, GroupCells, cell_gap_weights, gap_weights
+from dpminimax.algorithms.group_stats import (
+    FAIRNESS,
+    GroupCells,
+    cell_gap_weights,
+    gap_weights,
+    rate_gaps,
+)
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     CLIP,
@@ -152,6 +158,27 @@ class Tran2021b(Method):
 
     def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         require_binary(data, self.name)
+
+    def gap_violation(self, resolved: Sequence[dict[str, Any]], data: PreparedDataset,
+                      device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``max_c |gap_c| - alpha`` (R,) of hard predictions (R, n) on the training set: the
+        constraint of every run, for the tuning's checkpoint rule (RaCO-DP App. E.2 keeps a
+        checkpoint only where the method's own constraints hold on the training set)."""
+        cells = GroupCells(resolved[0]["fairness"], len(data.group_names))
+        member = torch.nn.functional.one_hot(
+            cells.cell_of(torch.as_tensor(data.y_train, device=device),
+                          torch.as_tensor(data.s_train, device=device)),
+            cells.num_cells).float()                                               # (n, C)
+        counts = member.sum(dim=0)
+        parents = cells.parents(device)
+        alpha = torch.tensor([float(p["alpha"]) for p in resolved], device=device)
+
+        def violation(predicted: torch.Tensor) -> torch.Tensor:
+            sums = predicted.float() @ member                                      # (R, C)
+            gaps = rate_gaps(sums, counts.expand_as(sums), parents)
+            return gaps.abs().max(dim=-1).values - alpha
+
+        return violation
 
     def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],

@@ -187,7 +187,10 @@ def checkpoint_selector(method: Method, data: PreparedDataset, runs: Sequence[Ru
 
 def _violation(method: Method, data: PreparedDataset, runs: Sequence[RunSpec],
                device: torch.device):
-    """max_j (hard Gamma_j - gamma_j) on the training set per run; -inf if unconstrained."""
+    """max_j (hard Gamma_j - gamma_j) on the training set per run (a gap-constrained method:
+    its ``gap_violation``); -inf if unconstrained."""
+    if hasattr(method, "gap_violation"):
+        return method.gap_violation([method.resolve(run.params) for run in runs], data, device)
     if not hasattr(method, "constraint_set"):
         return lambda predicted: torch.full((predicted.shape[0],), float("-inf"),
                                             device=predicted.device)
