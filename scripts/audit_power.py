@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from dpminimax.attacks.canaries import NEAR_CLAIM_BUGS, audit_method
+from dpminimax.attacks.bugs import NEAR_CLAIM_BUGS
+from dpminimax.attacks.canaries import audit_method
 from dpminimax.data.storage import load_prepared
 
 

@@ -216,7 +216,8 @@ def _calibrate_racodp(args: argparse.Namespace) -> None:
 
 def _audit(args: argparse.Namespace) -> None:
     """The one-run audit of ``--method`` (and, with ``--controls``, its planted bugs)."""
-    from dpminimax.attacks.canaries import PLANTED_BUGS, audit_table
+    from dpminimax.attacks.bugs import PLANTED_BUGS
+    from dpminimax.attacks.canaries import audit_table
     from dpminimax.data.storage import load_prepared
 
     params = _json_object(args.params)

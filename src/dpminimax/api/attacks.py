@@ -81,7 +81,8 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
     broken); a gross control the audit misses is a warning (the audit lacks power there,
     column ``detected``); a near-claim control (noise / 2, noise / 4) missed is the audit's
     measured power, reported in the table only."""
-    from dpminimax.attacks.canaries import GROSS_BUGS, audit_table
+    from dpminimax.attacks.bugs import GROSS_BUGS
+    from dpminimax.attacks.canaries import audit_table
     from dpminimax.report.audit import draw_audit
 
     data = load_prepared(data_dir)

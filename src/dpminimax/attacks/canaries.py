@@ -14,20 +14,19 @@ The mechanism is planned on a fixed n (``meta["planned_size"]``: the training ro
 canaries), so its q, T and sigma do not depend on which canaries were drawn in, as the bound
 assumes (Steinke et al. 2023, Thm. 3.1: the mechanism is fixed before the inclusion draw).
 
-Controls (:func:`planted`) run the same method with a planted bug in every release. The gross
-ones (:data:`GROSS_BUGS`: noise off, noise divided by the expected batch size, clipping removed)
-must be detected (eps_lower above the claimed epsilon) while every real method stays below; the
-near-claim ones (:data:`NEAR_CLAIM_BUGS`: noise / 2, noise / 4) measure the audit's power, with
-the true epsilon of the broken mechanism (``epsilon_true``) beside what the audit saw. A paper's
-audit table (:func:`audit_table`) adds the audit of each release of the same plan on its own
-(:mod:`dpminimax.attacks.release_audit`).
+Controls (:func:`.bugs.planted`) run the same method with a planted bug in every release. The
+gross ones (:data:`.bugs.GROSS_BUGS`: noise off, noise divided by the expected batch size,
+clipping removed) must be detected (eps_lower above the claimed epsilon) while every real method
+stays below; the near-claim ones (:data:`.bugs.NEAR_CLAIM_BUGS`: noise / 2, noise / 4) measure
+the audit's power, with the true epsilon of the broken mechanism (``epsilon_true``) beside what
+the audit saw. A paper's audit table (:func:`audit_table`) adds the audit of each release of the
+same plan on its own (:mod:`dpminimax.attacks.release_audit`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,15 +35,13 @@ import torch
 
 from dpminimax.algorithms import METHODS, get_method
 from dpminimax.algorithms.base import RunSpec, require_binary_labels
+from dpminimax.attacks.bugs import NEAR_CLAIM_BUGS, PLANTED_BUGS, planted
+from dpminimax.attacks.release_audit import RELEASE_CANARIES, release_audit_rows
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.audit import epsilon_lower_bound
-from dpminimax.privacy.release import Batch, BatchedRelease, Part, plan_event
+from dpminimax.privacy.release import Batch, Part, plan_event
 
-GROSS_BUGS = ("noise_off", "noise_over_batch", "clipping_removed")
-#: Noise divided by a factor: violations near the claim (positive controls of the audit's power).
-NEAR_CLAIM_BUGS = {"noise_over_2": 2.0, "noise_over_4": 4.0}
-PLANTED_BUGS = (*GROSS_BUGS, *NEAR_CLAIM_BUGS)
 #: The canary norm of the ``clipping_removed`` control: far above any clip norm, so that an
 #: unclipped canary contributes about a hundred times a clipped one.
 UNCLIPPED_NORM = 1000.0
@@ -110,52 +107,6 @@ def planned_size(data: PreparedDataset, count: int) -> int:
     """The n an audit with ``count`` canaries plans on: the training rows plus half of them
     (what is drawn in on average), whichever were drawn."""
     return len(data.y_train) + count // 2
-
-
-@contextlib.contextmanager
-def planted(bug: str | None, batch_size: float = 1.0) -> Iterator[None]:
-    """Every :class:`BatchedRelease` made inside the block carries ``bug`` (None: none); a
-    ``<release>_<near-claim bug>`` (e.g. ``histogram_noise_over_4``: its noise / 4) only the
-    releases named ``<release>`` (a bug confined to one release, which
-    :mod:`dpminimax.attacks.release_audit` isolates)."""
-    if bug is None:
-        yield
-        return
-    only, near = one_release_bug(bug)
-    if bug not in PLANTED_BUGS and only is None:
-        raise ValueError(f"unknown planted bug {bug!r}; known: {PLANTED_BUGS} and "
-                         "'<release>_<near-claim bug>'")
-    original = BatchedRelease.__init__
-
-    def broken(self, *args, **kwargs) -> None:
-        original(self, *args, **kwargs)
-        if only is not None:
-            if self.name == only:
-                self.noise_std = self.noise_std / NEAR_CLAIM_BUGS[near]
-        elif bug == "noise_off":
-            self.noise_std = torch.zeros_like(self.noise_std)
-        elif bug == "noise_over_batch":
-            self.noise_std = self.noise_std / batch_size
-        elif bug in NEAR_CLAIM_BUGS:
-            self.noise_std = self.noise_std / NEAR_CLAIM_BUGS[bug]
-        else:
-            self.clip = torch.full_like(self.clip, math.inf)
-
-    BatchedRelease.__init__ = broken
-    try:
-        yield
-    finally:
-        BatchedRelease.__init__ = original
-
-
-def one_release_bug(bug: str) -> tuple[str | None, str | None]:
-    """``(release, near-claim bug)`` of a ``<release>_<near-claim bug>`` name, else ``(None,
-    None)``."""
-    for near in NEAR_CLAIM_BUGS:
-        release = bug.removesuffix(f"_{near}")
-        if release != bug and release:
-            return release, near
-    return None, None
 
 
 def canary_scores(fit, inputs: np.ndarray, device: torch.device) -> np.ndarray:
@@ -242,7 +193,6 @@ def audit_table(settings: Mapping[str, Any], data: PreparedDataset,
     audit detected for the method, inf: none), then each release of the same plan on its own
     with ``release_canaries`` Dirac canaries
     (:func:`~dpminimax.attacks.release_audit.release_audit_rows`)."""
-    from dpminimax.attacks.release_audit import RELEASE_CANARIES, release_audit_rows  # cycle
 
     rows = settings.get("max_rows")
     if rows is not None:

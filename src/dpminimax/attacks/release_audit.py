@@ -6,7 +6,7 @@ The canary audit of :mod:`dpminimax.attacks.canaries` scores the model, so it se
 release; a bug confined to another release (RaCO-DP's histogram, DP-FERMI's group counts and W
 updates, Tran et al. 2021b's dual steps) hides in it. Here the release is made as the method's
 program makes it, a :class:`~dpminimax.privacy.release.BatchedRelease` of the :class:`Release`
-its plan names (so :func:`~dpminimax.attacks.canaries.planted` reaches it, a
+its plan names (so :func:`~dpminimax.attacks.bugs.planted` reaches it, a
 ``<release>_noise_over_2`` / ``_noise_over_4`` bug included), and fed ``m`` canaries:
 coordinate ``j`` of the released vector holds the release's sensitivity if canary ``j`` is
 included (probability 1/2, as Steinke, Nasr & Jagielski 2023) and 0 if not. One canary changes
@@ -36,7 +36,7 @@ from scipy import optimize, stats
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.attacks.canaries import NEAR_CLAIM_BUGS, planted
+from dpminimax.attacks.bugs import NEAR_CLAIM_BUGS, planted
 from dpminimax.data import PreparedDataset
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.audit import epsilon_lower_bound, p_value

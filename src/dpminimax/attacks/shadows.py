@@ -28,7 +28,8 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.attacks.canaries import appended, canary_rows, planted
+from dpminimax.attacks.bugs import planted
+from dpminimax.attacks.canaries import appended, canary_rows
 from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
 from dpminimax.attacks.rmia import rmia_scores
@@ -47,7 +48,7 @@ ATTACKS = ("lira_online", "lira_offline", "rmia", "loss_threshold")
 #: The false-positive rates the ROC is kept at (log-spaced: the figure's log-log axes).
 ROC_FPRS = np.logspace(-4, 0, 81)
 #: The planted control trained beside each private method at a block's smallest epsilon:
-#: the same plan and clipping with the noise off (:func:`~dpminimax.attacks.canaries.planted`),
+#: the same plan and clipping with the noise off (:func:`~dpminimax.attacks.bugs.planted`),
 #: so the table shows what the attack sees of the same mechanism without privacy.
 CONTROL = "noise_off"
 #: Below this many shadows LiRA fits one variance per side (Carlini et al. Sec. VI-B).
@@ -83,7 +84,7 @@ def shadow_losses(method_name: str, pool: PreparedDataset, params: Mapping[str, 
                   ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """Train ``shadows`` runs of the method (shadow s: seed ``seed + s``) as one batched program
     on the pool (its members drawn by its ``meta["shadow_membership"]``; ``bug``: a planted
-    control, :func:`~dpminimax.attacks.canaries.planted`) and return ``(losses (M, N),
+    control, :func:`~dpminimax.attacks.bugs.planted`) and return ``(losses (M, N),
     members (M, N), accounting records)``."""
     if shadows < 2:
         raise ValueError(f"LiRA needs at least 2 shadow models, got {shadows}")

@@ -15,7 +15,7 @@ from test_conformance import DELTA, TARGET, problem, tiny_params
 
 from dpminimax.algorithms import CONTROLS, METHODS, get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.attacks.canaries import planted
+from dpminimax.attacks.bugs import planted
 from dpminimax.privacy.release import releases_of
 
 #: The methods of issue #38's diagnosis and one paper-004 (DRO) method.

@@ -14,14 +14,8 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.attacks.canaries import (
-    GROSS_BUGS,
-    NEAR_CLAIM_BUGS,
-    audit_method,
-    canary_scores,
-    planted,
-    with_canaries,
-)
+from dpminimax.attacks.bugs import GROSS_BUGS, NEAR_CLAIM_BUGS, planted
+from dpminimax.attacks.canaries import audit_method, canary_scores, with_canaries
 from dpminimax.privacy.audit import epsilon_for, epsilon_lower_bound, p_value
 from dpminimax.privacy.release import BatchedRelease, Release
 
@@ -190,7 +184,7 @@ def test_the_audit_catches_noise_over_4_on_the_logistic_model():
 
 
 def test_audit_table_reports_the_smallest_detected_true_epsilon(monkeypatch):
-    from dpminimax.attacks import canaries, release_audit
+    from dpminimax.attacks import canaries
 
     detected = {"noise_over_2": False, "noise_over_4": True, "noise_off": True}
     true = {"noise_over_2": 2.2, "noise_over_4": 5.3, "noise_off": math.inf}
@@ -198,7 +192,7 @@ def test_audit_table_reports_the_smallest_detected_true_epsilon(monkeypatch):
         "method": name, "bug": bug or "none", "detected": bug is not None and detected[bug],
         "epsilon_true": 1.0 if bug is None else true[bug]})
     planned = []
-    monkeypatch.setattr(release_audit, "release_audit_rows", lambda name, data, *args, **kw: (
+    monkeypatch.setattr(canaries, "release_audit_rows", lambda name, data, *args, **kw: (
         planned.append(data.meta["planned_size"]) or [{"method": name, "release": "gradient"}]))
     settings = {"methods": {"dp_sgd": {}}, "epsilon": 1.0, "delta": 1e-5, "canaries": 100,
                 "controls": list(detected)}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_conformance import DELTA, problem, tiny_params
 
-from dpminimax.attacks.canaries import planted
+from dpminimax.attacks.bugs import planted
 from dpminimax.attacks.release_audit import (
     RELEASE_GUESS_FRACTIONS,
     audit_release,

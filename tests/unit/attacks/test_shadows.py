@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from toydata import toy_dataset
 
-from dpminimax.attacks.canaries import GROSS_BUGS
+from dpminimax.attacks.bugs import GROSS_BUGS
 from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, replace_one
 from dpminimax.attacks.shadows import (
     ATTACKS,
