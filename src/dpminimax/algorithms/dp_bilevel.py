@@ -59,13 +59,12 @@ from dpminimax.algorithms.bilevel_inner import (
 from dpminimax.algorithms.params import ACCOUNTANT, COUNT, NON_NEGATIVE, POSITIVE, Check, one_of
 from dpminimax.kernels.clip import clipped_sum
 from dpminimax.kernels.sampling import poisson_batches, take_batch
-from dpminimax.privacy.calibrate import calibrate_event_parameter
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import (
     Batch,
     BatchedRelease,
     Release,
     Repeat,
-    plan_event,
     release_counts,
     releases_of,
 )
@@ -323,8 +322,8 @@ class DpBilevelMinibatch(DpBilevel):
         """The subsampled releases' noise multipliers times the smallest c meeting the target
         (1 where nothing is subsampled)."""
         sampled = any(part.sampling_rate is not None for part in tree.parts)
-        scale = self.calibrate(run, lambda: calibrate_event_parameter(
-            lambda c: plan_event(scaled(tree, c)), run.epsilon, run.delta, accountant),
+        scale = self.calibrate(run, lambda: calibrate_release_parameter(
+            lambda c: scaled(tree, c), run.epsilon, run.delta, accountant),
             1.0) if sampled else 1.0
         return scaled(tree, scale), {**values, "noise_scale": scale}
 

@@ -33,8 +33,8 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.membership import member_rows
 from dpminimax.models.network import batched_model
-from dpminimax.privacy import calibrate_event_parameter
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
+from dpminimax.privacy.calibrate import calibrate_release_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Release
 
 SHARED_PARAMETERS = ("batch_size", "epochs", "accountant", "model")
 
@@ -102,9 +102,8 @@ def gradient_rounds(q: float, steps: int, gradient: Release) -> Batch:
 def calibrated_sigma(q: float, steps: int, epsilon: float, delta: float,
                      accountant: str) -> float:
     """Smallest noise multiplier with which :func:`gradient_rounds` meets (epsilon, delta)."""
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(gradient_rounds(q, steps, Release("gradient", "gaussian",
-                                                                   sigma, 1.0))),
+    return calibrate_release_parameter(
+        lambda sigma: gradient_rounds(q, steps, Release("gradient", "gaussian", sigma, 1.0)),
         epsilon, delta, accountant)
 
 

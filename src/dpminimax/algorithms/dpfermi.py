@@ -64,7 +64,8 @@ from dpminimax.kernels.sampling import poisson_batches, shuffled_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import batched_model
-from dpminimax.privacy import calibrate_event_parameter, epsilon
+from dpminimax.privacy import epsilon
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.paper_bounds import (
     code_rho,
     code_steps,
@@ -476,9 +477,9 @@ def _theorem_release(name: str, multiplier: float, sensitivity: float,
 def _calibrated_sigma(q: float, steps: int, count_noise: float, target: float, delta: float,
                       accountant: str) -> float:
     """Smallest sigma with which :func:`example_releases` meet (target, delta)."""
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(example_releases(q, steps, count_noise, sigma, 1.0, 1.0)),
-        target, delta, accountant)
+    return calibrate_release_parameter(
+        lambda sigma: example_releases(q, steps, count_noise, sigma, 1.0, 1.0), target, delta,
+        accountant)
 
 
 class FermiProgram:

@@ -51,7 +51,7 @@ import torch
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import use_torch_threads
 from dpminimax.kernels.sparse_rows import (
-    clip_factor,
+    clipped_coefficient,
     included_rows,
     sparse_dots,
     store_outer_sums,
@@ -114,21 +114,19 @@ def _fermi_sums(columns, values, row_norms, index, mask, y, s, cells, weight, bi
             cell, group = cells[i], s[i]
             mean_independent = independent[cell, 0] * p0 + independent[cell, 1] * p1
             mean_sensitive = sensitive[cell, group, 0] * p0 + sensitive[cell, group, 1] * p1
-            sensitive_scale = 1.0
+            part = p1 * (sensitive[cell, group, 1] - mean_sensitive)
             if mode == CLIP_SENSITIVE:                 # the s-dependent part, to clip
-                part = p1 * (sensitive[cell, group, 1] - mean_sensitive)
-                sensitive_scale = clip_factor(abs(part) * row_norms[i], clip_r)
-            fair = (p1 * (independent[cell, 1] - mean_independent)
-                    + sensitive_scale * p1 * (sensitive[cell, group, 1] - mean_sensitive))
+                part = clipped_coefficient(p1, sensitive[cell, group, 1] - mean_sensitive,
+                                           row_norms[i], clip_r)
+            fair = p1 * (independent[cell, 1] - mean_independent) + part
             residual = p1 - (1.0 if y[i] == 1 else 0.0) + lam_r * fair
-            factor = 1.0
             if mode == CLIP_EXAMPLE:                   # the whole theta gradient, to clip
-                factor = clip_factor(abs(residual) * row_norms[i], clip_r)
-            scaled[b, 0] = factor * residual
+                residual = clipped_coefficient(1.0, residual, row_norms[i], clip_r)
+            scaled[b, 0] = residual
             a = lam_r
             if mode == CLIP_EXAMPLE:           # ||grad_W psi_i|| = 2 sqrt(sum_j F_j^2 dist_j)
                 norm = p0 * p0 * distance[cell, group, 0] + p1 * p1 * distance[cell, group, 1]
-                a *= clip_factor(abs(a) * 2.0 * math.sqrt(norm), clip_w_r)
+                a = clipped_coefficient(1.0, a, 2.0 * math.sqrt(norm), clip_w_r)
             acc_u[cell, group, 0] += a * p0 * inv_sqrt_p[cell, group]
             acc_u[cell, group, 1] += a * p1 * inv_sqrt_p[cell, group]
             acc_f[cell, 0] += a * p0

@@ -39,14 +39,13 @@ from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
 from dpminimax.models.network import batched_model
-from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import (
     Batch,
     BatchedRelease,
     Part,
     Release,
     Repeat,
-    plan_event,
     releases_of,
 )
 from dpminimax.seeding import make_generator
@@ -118,8 +117,7 @@ def calibrated_noise(key: tuple, make: Callable[[float], Part], epsilon: float, 
     meets (epsilon, delta), memoised on ``key`` (what determines the tree's shape)."""
     full = (key, epsilon, delta, accountant)
     if full not in _CALIBRATED:
-        _CALIBRATED[full] = calibrate_event_parameter(lambda sigma: plan_event(make(sigma)),
-                                                      epsilon, delta, accountant)
+        _CALIBRATED[full] = calibrate_release_parameter(make, epsilon, delta, accountant)
     return _CALIBRATED[full]
 
 

@@ -54,14 +54,13 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.gather import RowGatherer, batch_values
 from dpminimax.kernels.linear import linear_logits, linear_residuals, private_linear_step
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
-from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import (
     Batch,
     BatchedRelease,
     Part,
     Release,
     Repeat,
-    plan_event,
     releases_of,
 )
 from dpminimax.seeding import make_generator
@@ -90,9 +89,8 @@ def calibrated_sigma(q: float, ratios: tuple[float, float], oracle_steps: int, r
     ``ratios`` times sigma) meet (epsilon, delta)."""
     shape = {"auditor_noise_ratio": ratios[0], "count_noise_ratio": ratios[1], "clip": 1.0,
              "oracle_steps": oracle_steps, "rounds": rounds}
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(jagielski_releases(q, sigma, shape)), epsilon, delta,
-        accountant)
+    return calibrate_release_parameter(lambda sigma: jagielski_releases(q, sigma, shape),
+                                       epsilon, delta, accountant)
 
 
 def multipliers(theta: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:

@@ -55,7 +55,8 @@ from dpminimax.algorithms.problem_method import (
 )
 from dpminimax.algorithms.utility_bounds import output_perturbation_bounds
 from dpminimax.data import PreparedDataset
-from dpminimax.privacy import calibrate_event_parameter, epsilon
+from dpminimax.privacy import epsilon
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Part, Release, plan_event
 from dpminimax.problems import Constants, Problem
 from dpminimax.problems.base import Prox
@@ -339,11 +340,11 @@ def output_releases(sensitivities: dict[str, float], multiplier: float,
 @functools.lru_cache(maxsize=256)
 def calibrated_multiplier(blocks: int, target: float, delta: float, accountant: str) -> float:
     """The smallest multiplier with which ``blocks`` Gaussian releases meet (target, delta)."""
-    def event(multiplier: float):
-        return plan_event(output_releases({str(b): 1.0 for b in range(blocks)}, multiplier))
+    def releases(multiplier: float) -> Batch:
+        return output_releases({str(b): 1.0 for b in range(blocks)}, multiplier)
 
-    calibrated = calibrate_event_parameter(event, target, delta, accountant)
-    assert epsilon(event(calibrated), delta, accountant) <= target * (1 + 1e-9)
+    calibrated = calibrate_release_parameter(releases, target, delta, accountant)
+    assert epsilon(plan_event(releases(calibrated)), delta, accountant) <= target * (1 + 1e-9)
     return calibrated
 
 

@@ -67,7 +67,8 @@ from dpminimax.kernels.rowwise import row_softmax
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork, batched_model
-from dpminimax.privacy import calibrate_event_parameter, epsilon
+from dpminimax.privacy import epsilon
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, plan_event
 from dpminimax.seeding import make_generator
 from dpminimax.tasks.classification import majority_class
@@ -227,21 +228,21 @@ class RacoDp(Method):
 
     def steps(self, q: float, mechanism: tuple, run: RunSpec, shared: dict[str, Any]) -> int:
         """Largest T <= max_steps with epsilon(T) <= target (the paper gives no T)."""
-        def make_event(steps: float):
-            return plan_event(racodp_releases(q, mechanism, 1.0, int(steps)))
+        def releases(steps: float) -> Batch:
+            return racodp_releases(q, mechanism, 1.0, int(steps))
 
         cap = int(shared["max_steps"])
-        if epsilon(make_event(cap), run.delta, shared["accountant"]) <= run.epsilon:
+        if epsilon(plan_event(releases(cap)), run.delta, shared["accountant"]) <= run.epsilon:
             return cap
-        one_step = epsilon(make_event(1), run.delta, shared["accountant"])
+        one_step = epsilon(plan_event(releases(1)), run.delta, shared["accountant"])
         if one_step > run.epsilon:
             raise ValueError(
                 f"method {self.name!r}: a single step already spends epsilon {one_step:.4g} > "
                 f"target {run.epsilon} (sampling rate q={q:.4g}, delta={run.delta:g}); raise "
                 "noise_multiplier or histogram_scale, or lower batch_size")
-        return int(calibrate_event_parameter(make_event, run.epsilon, run.delta,
-                                             shared["accountant"], bracket=(1, cap),
-                                             discrete=True))
+        return int(calibrate_release_parameter(releases, run.epsilon, run.delta,
+                                               shared["accountant"], bracket=(1, cap),
+                                               discrete=True))
 
 
 NonPrivateSgda = nonprivate_twin(

@@ -58,8 +58,8 @@ from dpminimax.algorithms.problem_method import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches, take_batch
-from dpminimax.privacy import calibrate_event_parameter
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event
+from dpminimax.privacy.calibrate import calibrate_release_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Release
 from dpminimax.problems import Problem
 from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
@@ -169,9 +169,8 @@ def block_releases(q: float, steps: int, blocks: Sequence[str], sigma: float,
 def calibrated_sigma(q: float, steps: int, blocks: tuple[str, ...], epsilon: float,
                      delta: float, accountant: str) -> float:
     """Smallest sigma with which :func:`block_releases` meet (epsilon, delta)."""
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(block_releases(q, steps, blocks, sigma, 1.0)),
-        epsilon, delta, accountant)
+    return calibrate_release_parameter(
+        lambda sigma: block_releases(q, steps, blocks, sigma, 1.0), epsilon, delta, accountant)
 
 
 class SgdaProgram:

@@ -57,8 +57,8 @@ from dpminimax.kernels.linear import linear_logits, private_linear_step
 from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.models.batched import BatchedLogisticRegression
-from dpminimax.privacy import calibrate_event_parameter
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, plan_event, releases_of
+from dpminimax.privacy.calibrate import calibrate_release_parameter
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, releases_of
 from dpminimax.seeding import make_generator
 
 #: One value per batched program: they fix the sampling rate, the step count and the accountant.
@@ -85,9 +85,9 @@ def calibrated_sigma(q: float, steps: int, ratio: float | None, epsilon: float, 
                      accountant: str) -> float:
     """The smallest sigma with which :func:`tran2021a_releases` (histogram multiplier ``ratio``
     times sigma, or no histogram) meet (epsilon, delta)."""
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(tran2021a_releases(
-            q, steps, sigma, 1.0, None if ratio is None else ratio * sigma)),
+    return calibrate_release_parameter(
+        lambda sigma: tran2021a_releases(q, steps, sigma, 1.0,
+                                         None if ratio is None else ratio * sigma),
         epsilon, delta, accountant)
 
 

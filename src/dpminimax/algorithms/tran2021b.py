@@ -52,13 +52,12 @@ from dpminimax.kernels.rowwise import binary_probs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.models.batched import BatchedLogisticRegression
-from dpminimax.privacy import calibrate_event_parameter
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import (
     Batch,
     BatchedRelease,
     Release,
     Repeat,
-    plan_event,
     releases_of,
 )
 from dpminimax.seeding import make_generator
@@ -92,9 +91,8 @@ def pfld_releases(q: float, steps: int, dual_releases: int, sigma: float,
 def calibrated_sigma(q: float, steps: int, dual_releases: int, ratios: tuple[float, float],
                      epsilon: float, delta: float, accountant: str) -> float:
     """The smallest sigma with which :func:`pfld_releases` meet (epsilon, delta)."""
-    return calibrate_event_parameter(
-        lambda sigma: plan_event(pfld_releases(q, steps, dual_releases, sigma, ratios,
-                                               (1.0, 1.0))),
+    return calibrate_release_parameter(
+        lambda sigma: pfld_releases(q, steps, dual_releases, sigma, ratios, (1.0, 1.0)),
         epsilon, delta, accountant)
 
 

@@ -17,7 +17,8 @@ for every run r (in parallel) and every included example i of its batch, in orde
   operation in the data's dtype and order as the torch form computes it;
 * each release clipped to its own bound (the releases' ``clip``) with the norm ``||r_i||
   ||[x_i, 1]||`` and summed as ``r_i ⊗ [x_i, 1]``
-  (:func:`~dpminimax.kernels.sparse_rows.store_outer_sums`, float64), exactly the loop of
+  (:func:`~dpminimax.kernels.sparse_rows.clipped_outer_row` and
+  :func:`~dpminimax.kernels.sparse_rows.store_outer_sums`, float64), exactly the loop of
   :func:`~dpminimax.kernels.sparse_rows.sparse_clipped_outer_sum`.
 
 So the sums are the torch form's bits (tested: several steps of every fairness notion, alone and
@@ -36,8 +37,8 @@ import torch
 from dpminimax.kernels.gather import IndexedRows
 from dpminimax.kernels.rowwise import binary_prob, use_torch_threads
 from dpminimax.kernels.sparse_rows import (
+    clipped_outer_row,
     included_rows,
-    outer_clip_factor,
     sparse_dots,
     store_outer_sums,
 )
@@ -69,17 +70,11 @@ def _pfld_sums(columns, values, row_norms, index, mask, y, cells, weight, bias, 
             p = binary_prob(logits[b], typed[2])
             label[0] = y[i]
             loss[b] = p - label[0]
-            norm = 0.0
-            norm += loss[b] * loss[b]
-            loss_scaled[b, 0] = outer_clip_factor(norm, row_norms[i], loss_clip_r) * loss[b]
-            norm = 0.0
+            clipped_outer_row(loss[b:b + 1], row_norms[i], loss_clip_r, loss_scaled[b])
             for c in range(num_cells):
                 jacobian[c] = (typed[0] * table[r, cells[i], c]) * p
                 jacobian[c] = jacobian[c] * (typed[1] - p)
-                norm += jacobian[c] * jacobian[c]
-            factor = outer_clip_factor(norm, row_norms[i], jacobian_clip_r)
-            for c in range(num_cells):
-                jacobian_scaled[b, c] = factor * jacobian[c]
+            clipped_outer_row(jacobian, row_norms[i], jacobian_clip_r, jacobian_scaled[b])
         store_outer_sums(columns, values, rows, count, loss_scaled, r, loss_weight, loss_bias)
         store_outer_sums(columns, values, rows, count, jacobian_scaled, r, jacobian_weight,
                          jacobian_bias)

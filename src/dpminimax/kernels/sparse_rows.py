@@ -8,9 +8,11 @@ row, Credit-Card 22 of 85). A linear model's step reads each sampled row twice: 
 the dense logits and torch's clip-and-sum read every entry (timings: BENCHMARKS.md).
 
 The loops are the building blocks of every compiled step: :func:`sparse_dots`,
-:func:`store_outer_sums`, :func:`clip_factor` and :func:`included_rows` are called inside
-DP-FERMI's compiled step
-(:mod:`dpminimax.algorithms.dpfermi_compiled`), and :func:`sparse_logits` /
+:func:`store_outer_sums`, :func:`included_rows` and the clipping primitives
+:func:`clipped_coefficient` / :func:`clipped_outer_row` (both through :func:`clip_factor`, the
+one compiled clip formula) are called inside DP-FERMI's and PF-LD's compiled steps
+(:mod:`dpminimax.algorithms.dpfermi_compiled`, :mod:`dpminimax.algorithms.tran2021b_compiled`),
+and :func:`sparse_logits` /
 :func:`sparse_clipped_outer_sum` serve ``linear_logits`` and ``clipped_outer_sum`` for rows left
 in place (:class:`~dpminimax.kernels.gather.IndexedRows`).
 
@@ -44,13 +46,28 @@ def clip_factor(norm, bound):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always")
-def outer_clip_factor(squared_norm, x_norm, bound):  # pragma: no cover - compiled
-    """The clip factor of ``r_i ⊗ [x_i, 1]``: :func:`clip_factor` of ``||r_i|| ||[x_i, 1]||``
-    from ``squared_norm`` = ||r_i||^2 (a float64) and the row's ``x_norm`` = ||x_i||. Every
-    clipped outer sum computes it through this one expression, so that they give the same bits
-    (numba's ``float()`` of a float32 is still a float32, and ``math.sqrt`` of a float32 rounds
-    to float32: the operand types decide the bits)."""
-    return clip_factor(math.sqrt(squared_norm) * math.sqrt(x_norm * x_norm + 1.0), bound)
+def clipped_coefficient(a, b, vector_norm, bound):  # pragma: no cover - compiled
+    """The clipped coefficient ``f a b`` (multiplied in this order) of a per-example gradient
+    ``a b v_i`` whose vector has the norm ``vector_norm`` = ||v_i||, with ``f`` =
+    :func:`clip_factor` of ``|a b| ||v_i||``: so ``||f a b v_i|| <= C`` (Abadi et al. 2016,
+    Alg. 1, "clip gradient"). Pass ``a = 1.0`` for a single value (bit for bit ``f b``)."""
+    return clip_factor(abs(a * b) * vector_norm, bound) * a * b
+
+
+@numba.njit(cache=True, inline="always")
+def clipped_outer_row(residual, x_norm, bound, out):  # pragma: no cover - compiled
+    """``out[m] = f residual[m]``: the residual of the clipped per-example gradient ``r_i ⊗
+    [x_i, 1]``, with ``f`` = :func:`clip_factor` of ``||r_i|| ||[x_i, 1]||`` from the row's
+    ``x_norm`` = ||x_i||. ||r_i||^2 is summed in float64 from the products of the entries in
+    their dtype (numba's ``float()`` of a float32 is still a float32, and ``math.sqrt`` of a
+    float32 rounds to float32: the operand types decide the bits), so every clipped outer sum
+    computes the same bits through this one loop."""
+    squared_norm = 0.0
+    for m in range(residual.shape[0]):
+        squared_norm += residual[m] * residual[m]
+    factor = clip_factor(math.sqrt(squared_norm) * math.sqrt(x_norm * x_norm + 1.0), bound)
+    for m in range(residual.shape[0]):
+        out[m] = factor * residual[m]
 
 
 @numba.njit(cache=True, inline="always")
@@ -153,15 +170,10 @@ def _sparse_clipped_outer_sum(columns, values, row_norms, index, mask, residual,
         scaled = np.empty((count, classes))
         position = 0
         for b in range(index.shape[1]):
-            if not mask[r, b]:
-                continue
-            norm = 0.0
-            for m in range(classes):
-                norm += float(residual[r, b, m]) * float(residual[r, b, m])
-            factor = outer_clip_factor(norm, row_norms[index[r, b]], clip[r])
-            for m in range(classes):
-                scaled[position, m] = factor * float(residual[r, b, m])
-            position += 1
+            if mask[r, b]:
+                clipped_outer_row(residual[r, b], row_norms[index[r, b]], clip[r],
+                                  scaled[position])
+                position += 1
         store_outer_sums(columns, values, rows, count, scaled, r, grad_weight, grad_bias)
 
 

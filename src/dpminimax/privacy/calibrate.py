@@ -5,7 +5,8 @@ that the returned parameter is on the private side) over a minimal ``PrivacyAcco
 evaluates :func:`dpminimax.privacy.accounting.epsilon`, so calibration and accounting can never
 disagree, events only our own accountants handle (product PLD, general RDP bound) included. The
 result is then re-checked with :func:`epsilon` and moved onto the private side if the bisection
-tolerance left it outside.
+tolerance left it outside. Every method's plan calibrates through
+:func:`calibrate_release_parameter`, stating only how its release tree depends on the parameter.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dp_accounting.dp_event import DpEvent
 
 from dpminimax.privacy import accounting
 from dpminimax.privacy.events import dpsgd_event
+from dpminimax.privacy.release import Part, plan_event
 
 _MAX_DOUBLINGS = 40
 
@@ -107,6 +109,23 @@ def calibrate_event_parameter(
         while (lo <= x - toward_private <= hi) and gap(x - toward_private) <= 0:
             x -= toward_private
     return int(x) if discrete else float(x)
+
+
+def calibrate_release_parameter(
+    make_tree: Callable[[float], Part],
+    epsilon: float,
+    delta: float,
+    accountant: str = "rdp",
+    **search,
+) -> float:
+    """The one calibration every method's plan calls: the parameter ``x`` (a noise multiplier,
+    a noise scale, a step count) with which the release tree ``make_tree(x)`` -- built by the
+    method's own release-tree builder, so the method states only how its releases depend on
+    ``x`` -- is (epsilon, delta)-DP under ``accountant``: :func:`calibrate_event_parameter`
+    of its :func:`~dpminimax.privacy.release.plan_event` (``search``: its ``bracket``,
+    ``discrete``, ``tol``; without a bracket ``x`` is a noise scale)."""
+    return calibrate_event_parameter(lambda x: plan_event(make_tree(x)), epsilon, delta,
+                                     accountant, **search)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -37,7 +37,8 @@ from dpminimax.kernels.linear import linear_logits, noisy_linear_descent
 from dpminimax.kernels.sampling import poisson_batches
 from dpminimax.kernels.sparse_rows import sparse_rows_supported
 from dpminimax.metrics import demographic_parity_violation
-from dpminimax.privacy import calibrate_event_parameter, epsilon
+from dpminimax.privacy import epsilon
+from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.events import event_from_dict
 from dpminimax.privacy.release import BatchedRelease
 from dpminimax.seeding import make_generator
@@ -65,14 +66,15 @@ def cached_calibration(monkeypatch):
     across the fits of one test (speed only; the events are still recorded and checked)."""
     cache = {}
 
-    def cached(make_event, eps, delta, accountant="rdp", **kwargs):
-        key = (repr(make_event(1.0)), repr(make_event(2.0)), eps, delta, accountant)
+    def cached(make_tree, eps, delta, accountant="rdp", **kwargs):
+        key = (repr(make_tree(1.0)), repr(make_tree(2.0)), eps, delta, accountant)
         if key not in cache:
-            cache[key] = calibrate_event_parameter(make_event, eps, delta, accountant, **kwargs)
+            cache[key] = calibrate_release_parameter(make_tree, eps, delta, accountant,
+                                                     **kwargs)
         return cache[key]
 
     for module in (tran2021a, tran2021b):
-        monkeypatch.setattr(module, "calibrate_event_parameter", cached)
+        monkeypatch.setattr(module, "calibrate_release_parameter", cached)
 
 
 def _sigmoid_pair(logits):

@@ -2,15 +2,18 @@
 (kernels.grouped): against dense torch references, padding skipped, and bit for bit the same for
 a run alone as among others."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from toydata import linear_batch
 
-from dpminimax.kernels.clip import clip_factors
+from dpminimax.kernels.clip import clip_factors, clipped_sum
 from dpminimax.kernels.grouped import grouped_sums
 from dpminimax.kernels.sparse_rows import (
     clip_factor,
+    clipped_coefficient,
+    clipped_outer_row,
     sparse_clipped_outer_sum,
     sparse_logits,
     sparse_rows_supported,
@@ -110,3 +113,53 @@ def test_the_compiled_clip_factor_is_the_torch_primitive_bit_for_bit():
         compiled = torch.tensor([clip_factor(float(norm), bound) for norm in norms],
                                 dtype=torch.float64)
         assert torch.equal(compiled, torch_factors), bound
+
+
+BOUNDS = (1e-3, 0.5, 1.0, 3.7, float("inf"))
+
+
+def test_clipped_coefficient_is_the_torch_clip_of_the_per_example_gradient():
+    """kernels.sparse_rows.clipped_coefficient(a, b, ||v||, C) (the clipped per-example
+    coefficients of DP-FERMI's compiled step) is clip_factors(|a b| ||v||, C) a b of the torch
+    primitive bit for bit in float64, and the clipped gradient's norm is at most C, at bounds
+    that bind and that do not."""
+    generator = torch.Generator().manual_seed(1)
+    a, b = (torch.randn(300, generator=generator, dtype=torch.float64) for _ in range(2))
+    a[:100] = 1.0                                          # the single-value form
+    vector_norms = torch.rand(300, generator=generator, dtype=torch.float64) * 5
+    for bound in BOUNDS:
+        expected = clip_factors((a * b).abs().unsqueeze(0) * vector_norms,
+                                torch.tensor([bound], dtype=torch.float64))[0] * a * b
+        compiled = torch.tensor([clipped_coefficient(float(a_i), float(b_i), float(n_i), bound)
+                                 for a_i, b_i, n_i in zip(a, b, vector_norms, strict=True)],
+                                dtype=torch.float64)
+        assert torch.equal(compiled, expected), bound
+        assert bool((compiled.abs() * vector_norms <= min(bound, 1e300) * (1 + 1e-12)).all())
+        assert bound > 10 or bool((compiled.abs() * vector_norms > 0.99 * bound).any())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_clipped_outer_row_is_the_torch_clipped_sum_of_the_outer_products(dtype):
+    """kernels.sparse_rows.clipped_outer_row (the clipped residuals of every compiled outer
+    sum): ``r_i ⊗ [x_i, 1]`` scaled by f r_i equals torch's clipped_sum of the dense per-example
+    gradients (to rounding: the norms are summed differently), each clipped gradient's norm is
+    at most C, and the rows under the bound are unchanged."""
+    generator = torch.Generator().manual_seed(2)
+    residual = torch.randn(40, 3, generator=generator).to(dtype)
+    x = torch.randn(40, 6, generator=generator).to(dtype)
+    x_norms = torch.linalg.vector_norm(x, dim=-1)
+    grads = torch.cat([residual.unsqueeze(-1) * x.unsqueeze(-2), residual.unsqueeze(-1)],
+                      dim=-1).double().flatten(start_dim=1)             # (B, K (d + 1))
+    for bound in BOUNDS:
+        out = np.empty((40, 3))
+        for i in range(40):
+            clipped_outer_row(residual[i].numpy(), x_norms[i].item(), bound, out[i])
+        out = torch.from_numpy(out)
+        ours = torch.cat([out.unsqueeze(-1) * x.double().unsqueeze(-2), out.unsqueeze(-1)],
+                         dim=-1).flatten(start_dim=1)
+        expected = clipped_sum(grads.unsqueeze(0), torch.tensor([bound]).double())[0]
+        torch.testing.assert_close(ours.sum(dim=0), expected, rtol=1e-6, atol=1e-9)
+        norms = torch.linalg.vector_norm(ours, dim=-1)
+        assert bool((norms <= min(bound, 1e300) * (1 + 1e-6)).all()), bound
+        under = torch.linalg.vector_norm(grads, dim=-1) < bound
+        assert torch.equal(out[under], residual[under].double()), bound

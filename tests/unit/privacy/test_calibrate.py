@@ -14,6 +14,8 @@ from dpminimax.privacy import (
     laplace,
     same_batch_event,
 )
+from dpminimax.privacy.calibrate import calibrate_release_parameter
+from dpminimax.privacy.release import Batch, Release, plan_event
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
@@ -60,3 +62,21 @@ def test_bad_bracket_and_target():
         calibrate_event_parameter(make, 1.0, DELTA, bracket=(5.0, 10.0))
     with pytest.raises(ValueError, match="target epsilon"):
         calibrate_event_parameter(make, 0.0, DELTA)
+
+
+def test_release_parameter_is_the_search_over_the_trees_event():
+    """calibrate_release_parameter (what every plan calls) searches the plan_event of the tree
+    the method builds: a noise multiplier over two releases per Poisson batch (private, and
+    not at 0.1 % less), and a step count (the exact discrete boundary)."""
+    def tree(sigma: float, steps: int = 300) -> Batch:
+        return Batch((Release("gradient", "gaussian", sigma, 1.0),
+                      Release("histogram", "gaussian", 3.0 * sigma, 1.0)), steps, 0.02)
+
+    sigma = calibrate_release_parameter(tree, 2.0, DELTA)
+    assert sigma == calibrate_event_parameter(lambda s: plan_event(tree(s)), 2.0, DELTA)
+    assert epsilon(plan_event(tree(sigma)), DELTA) <= 2.0
+    assert epsilon(plan_event(tree(0.999 * sigma)), DELTA) > 2.0
+    steps = calibrate_release_parameter(lambda t: tree(1.0, int(t)), 2.0, DELTA,
+                                        bracket=(1, 10**5), discrete=True)
+    assert epsilon(plan_event(tree(1.0, steps)), DELTA) <= 2.0
+    assert epsilon(plan_event(tree(1.0, steps + 1)), DELTA) > 2.0
