@@ -18,7 +18,7 @@ import torch
 
 from dpminimax.algorithms import expand_runs, get_method
 from dpminimax.algorithms.base import shared_groups
-from dpminimax.algorithms.jagielski2019 import LogisticMixture
+from dpminimax.algorithms.fair.jagielski2019 import LogisticMixture
 from dpminimax.api.columns import RUN_COLUMNS
 from dpminimax.atomic import atomic_directory, atomic_path, write_json, write_parquet
 from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_attack

@@ -10,7 +10,7 @@ the dense logits and torch's clip-and-sum read every entry (timings: BENCHMARKS.
 The loops are the building blocks of every compiled step: :func:`sparse_dots`,
 :func:`store_outer_sums`, :func:`clip_factor` and :func:`included_rows` are called inside
 DP-FERMI's compiled step
-(:mod:`dpminimax.algorithms.dpfermi_compiled`), and :func:`sparse_logits` /
+(:mod:`dpminimax.algorithms.fair.dpfermi_compiled`), and :func:`sparse_logits` /
 :func:`sparse_clipped_outer_sum` serve ``linear_logits`` and ``clipped_outer_sum`` for rows left
 in place (:class:`~dpminimax.kernels.gather.IndexedRows`).
 
