@@ -134,7 +134,7 @@ def _account(args: argparse.Namespace) -> None:
     if args.mechanism == "dpsgd":
         event = dpsgd_event(args.q, args.sigma, args.steps)
     else:
-        from dpminimax.algorithms.racodp import paper_accounting_event, racodp_event
+        from dpminimax.algorithms.fair.racodp import paper_accounting_event, racodp_event
 
         if args.histogram_scale is None:
             raise ValueError("racodp: --laplace-scale (or --gaussian-scale) "
@@ -196,7 +196,7 @@ def _calibrate(args: argparse.Namespace) -> None:
 def _calibrate_racodp(args: argparse.Namespace) -> None:
     """Largest RaCO-DP step count <= --max-steps within (epsilon, delta), as training plans it."""
     from dpminimax.algorithms.base import RunSpec
-    from dpminimax.algorithms.racodp import RacoDp, racodp_releases
+    from dpminimax.algorithms.fair.racodp import RacoDp, racodp_releases
 
     if args.sigma is None or args.histogram_scale is None:
         raise SystemExit("dpminimax calibrate racodp: --sigma and --laplace-scale are required")

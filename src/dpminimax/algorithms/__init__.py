@@ -1,78 +1,22 @@
-"""Training methods, one module each; :data:`METHODS` maps a method name to its class."""
+"""Training methods, one module each, grouped by family (subpackage); :data:`METHODS` maps a
+method name to its class, :data:`FAMILIES` a family to its method names."""
 
 from __future__ import annotations
 
+from dpminimax.algorithms import baselines, bilevel, dro, fair, minimax
 from dpminimax.algorithms.base import FitResult, Method, RunSpec, expand_runs, noise_off_control
-from dpminimax.algorithms.bilevel_grid import DpGrid, FixedOmega, NonPrivateGrid
-from dpminimax.algorithms.double_spider import (
-    DpDoubleSpider,
-    DpDoubleSpiderControl,
-    DpSgdaDro,
-    DpSgdaDroControl,
-    NonPrivateDoubleSpider,
-    PrivateDiffDro,
-    PrivateDiffDroControl,
-)
-from dpminimax.algorithms.dp_bilevel import (
-    BILEVEL_DIAGNOSTICS,
-    DpAid,
-    DpBilevel,
-    DpBilevelGd,
-    DpBilevelLocGd,
-    DpBilevelLocGdWarm,
-    DpBilevelMinibatch,
-    DpBilevelMinibatchLocSgd,
-    DpBilevelPublicOuter,
-    NpAid,
-    NpPen,
-    Sec7PaperSign,
-)
-from dpminimax.algorithms.dp_sgd import DpSgd, NonPrivateSgd
-from dpminimax.algorithms.dpfermi import DpFermi, DpFermiCode, DpFermiPaper, NonPrivateFermi
-from dpminimax.algorithms.jagielski2019 import Jagielski2019, Jagielski2019NonPrivate
-from dpminimax.algorithms.nseg import Nseg, Seg
-from dpminimax.algorithms.output_perturbation import (
-    ExactSolution,
-    OutputPerturbation,
-    RidgeOutputPerturbation,
-)
-from dpminimax.algorithms.phased_minimax import (
-    CscExact,
-    CscOutputPerturbation,
-    PhasedMinimaxExact,
-    PhasedMinimaxOutputPerturbation,
-)
-from dpminimax.algorithms.phased_output_perturbation import PhasedExact, PhasedOutputPerturbation
-from dpminimax.algorithms.phased_sgd import PhasedSgd, PhasedSgdNonPrivate
-from dpminimax.algorithms.racodp import NonPrivateSgda, RacoDp
-from dpminimax.algorithms.recursive_spider import (
-    DpRecursiveSpider,
-    DpRecursiveSpiderControl,
-    NonPrivateRecursiveSpider,
-    Scdro,
-)
-from dpminimax.algorithms.sgda import DpSgda, DpSgdBassily, Sgda
-from dpminimax.algorithms.tran2021a import Tran2021a, Tran2021aNonPrivate
-from dpminimax.algorithms.tran2021b import Tran2021b, Tran2021bNonPrivate
+from dpminimax.algorithms.bilevel.dp_bilevel import BILEVEL_DIAGNOSTICS
+
+_FAMILIES = (baselines, fair, minimax, bilevel, dro)
 
 METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (DpSgd, NonPrivateSgd, RacoDp, NonPrivateSgda, DpFermi,
-                              DpFermiPaper, DpFermiCode, NonPrivateFermi, Jagielski2019,
-                              Jagielski2019NonPrivate, Tran2021a, Tran2021aNonPrivate,
-                              Tran2021b, Tran2021bNonPrivate, DpSgda, Sgda,
-                              OutputPerturbation, ExactSolution, PhasedOutputPerturbation,
-                              PhasedExact, PhasedMinimaxOutputPerturbation, PhasedMinimaxExact,
-                              CscOutputPerturbation, CscExact, RidgeOutputPerturbation,
-                              DpBilevel, DpBilevelLocGd, DpBilevelGd, DpBilevelLocGdWarm,
-                              NpPen, NpAid,
-                              DpDoubleSpider, NonPrivateDoubleSpider, DpSgdaDro, PrivateDiffDro,
-                              DpRecursiveSpider, NonPrivateRecursiveSpider, Scdro,
-                              DpDoubleSpiderControl, DpSgdaDroControl, PrivateDiffDroControl,
-                              DpRecursiveSpiderControl, Nseg, Seg,
-                              PhasedSgd, PhasedSgdNonPrivate, DpSgdBassily,
-                              DpBilevelPublicOuter, Sec7PaperSign, DpGrid, FixedOmega,
-                              NonPrivateGrid, DpAid, DpBilevelMinibatch,
-                              DpBilevelMinibatchLocSgd)
+    cls.name: cls for family in _FAMILIES for cls in family.METHODS
+}
+
+#: The method names of each family (subpackage): every method of :data:`METHODS` is in exactly one.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    family.__name__.rsplit(".", 1)[-1]: tuple(cls.name for cls in family.METHODS)
+    for family in _FAMILIES
 }
 
 
@@ -107,5 +51,5 @@ def get_method(name: str) -> Method:
         ) from None
 
 
-__all__ = ["CONTROLS", "DIAGNOSTICS", "METHODS", "FitResult", "Method", "RunSpec",
+__all__ = ["CONTROLS", "DIAGNOSTICS", "FAMILIES", "METHODS", "FitResult", "Method", "RunSpec",
            "UnknownMethodError", "expand_runs", "get_method"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from dpminimax.algorithms.jagielski2019 import LogisticMixture
+from dpminimax.algorithms.fair.jagielski2019 import LogisticMixture
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork
 

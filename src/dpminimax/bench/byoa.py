@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from dpminimax.algorithms.output_perturbation import output_target
+from dpminimax.algorithms.minimax.output_perturbation import output_target
 from dpminimax.bench.common import interleaved_medians
 from dpminimax.problems import get_problem
 from dpminimax.seeding import make_generator

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dpminimax.algorithms.noisy_sgd import NoisySgd
+from dpminimax.algorithms.baselines.noisy_sgd import NoisySgd
 from dpminimax.bench.common import Step, interleaved_medians, opacus_private
 from dpminimax.device import default_device
 from dpminimax.kernels.allocator import retain_freed_memory

@@ -32,9 +32,9 @@ import torch
 from dpminimax import api
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.dpfermi import DpFermi
-from dpminimax.algorithms.noisy_sgd import NoisySgd
-from dpminimax.algorithms.racodp import RacoDp, RacoDpProgram, racodp_releases
+from dpminimax.algorithms.baselines.noisy_sgd import NoisySgd
+from dpminimax.algorithms.fair.dpfermi import DpFermi
+from dpminimax.algorithms.fair.racodp import RacoDp, RacoDpProgram, racodp_releases
 from dpminimax.atomic import write_json
 from dpminimax.bench.common import StopFit, benchmark_settings, interleaved_medians
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared

@@ -11,8 +11,8 @@ The loops are the building blocks of every compiled step: :func:`sparse_dots`,
 :func:`store_outer_sums`, :func:`included_rows` and the clipping primitives
 :func:`clipped_coefficient` / :func:`clipped_outer_row` (both through :func:`clip_factor`, the
 one compiled clip formula) are called inside DP-FERMI's and PF-LD's compiled steps
-(:mod:`dpminimax.algorithms.dpfermi_compiled`, :mod:`dpminimax.algorithms.tran2021b_compiled`),
-and :func:`sparse_logits` /
+(:mod:`dpminimax.algorithms.fair.dpfermi_compiled`,
+:mod:`dpminimax.algorithms.fair.tran2021b_compiled`), and :func:`sparse_logits` /
 :func:`sparse_clipped_outer_sum` serve ``linear_logits`` and ``clipped_outer_sum`` for rows left
 in place (:class:`~dpminimax.kernels.gather.IndexedRows`).
 

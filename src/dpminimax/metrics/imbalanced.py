@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from scipy.special import log_softmax
 
-from dpminimax.algorithms.kl_dro import (
+from dpminimax.algorithms.dro.kl_dro import (
     best_lambda,
     dro_weights,
     example_losses,

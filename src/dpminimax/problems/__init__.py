@@ -1,5 +1,5 @@
 """Synthetic problems with exact answers (our BYOA testbeds): objectives over named variable
-blocks that the problem-generic methods (:mod:`dpminimax.algorithms.sgda`) optimize and the
+blocks that the problem-generic methods (:mod:`dpminimax.algorithms.minimax.sgda`) optimize and the
 synthetic-optimization task (:mod:`dpminimax.tasks.optimization`) measures exactly."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the points fall on a line of slope 1. Two predictions (``against``):
 * ``rate``: Theorem 4.1's rate without its constants,
   P(n, epsilon, d_x, d_y) = (sqrt(d_x) / (epsilon n))^(1/2) + (sqrt(d_y) / (epsilon n))^(1/3);
 * ``alpha_pred``: Thm. 4.1's a-priori alpha_pred of A1-OP with every constant explicit
-  (:mod:`dpminimax.algorithms.bilevel_alpha_pred`), computed per configuration (problem,
+  (:mod:`dpminimax.algorithms.bilevel.bilevel_alpha_pred`), computed per configuration (problem,
   instance, n, epsilon, delta, d_x, d_y, gamma: the runs' columns); measured = alpha_pred, the
   bound itself, is drawn dashed. The runs keep their own lambda and T (fixed or Thm. 4.1's
   schedule), not alpha_pred's parameter set.
@@ -53,7 +53,7 @@ def with_alpha_pred(table: pd.DataFrame,
                     experiments: Sequence[str] | None = None) -> pd.DataFrame:
     """``table`` with :data:`PREDICTION_COLUMNS` on its private bilevel rows (of
     ``experiments`` only, where given; NaN elsewhere), one solve per distinct configuration."""
-    from dpminimax.algorithms.bilevel_alpha_pred import predicted_alpha  # imports torch
+    from dpminimax.algorithms.bilevel.bilevel_alpha_pred import predicted_alpha  # imports torch
 
     keys = [*COLUMNS[1:], *ALPHA_COLUMNS]
     rows = table

@@ -2,7 +2,7 @@
 (RaCO-DP eq. 6), read from the results table.
 
 RaCO-DP and non-private SGDA record ``{split}_max_constraint_violation = max_j (Gamma_j - gamma_j)``
-for the train and test splits (:meth:`dpminimax.algorithms.racodp.RacoDp.extra_metrics`). Every
+for the train and test splits (:meth:`dpminimax.algorithms.fair.racodp.RacoDp.extra_metrics`). Every
 constraint of a run has the same target ``p_gamma`` (one gamma per constraint config entry), so
 the achieved value is that violation plus gamma. For the positive-class false-negative-rate
 constraint (J = 1: FNR only; Table 1's "for all k" would add FPR) it is the split's FNR, ``Pr[y_hat

@@ -1,9 +1,9 @@
 """The pilot that tunes Thm. 4.1's schedule multipliers once (our pilot).
 
 Theory schedule: lambda = c_lam s^(1/3), T = ceil(c_T s^(2/3)), s = epsilon n / sqrt(d_y)
-(:func:`dpminimax.algorithms.dp_bilevel.outer_schedule`). The pilot runs A1-OP over a grid of
-(c_lam, c_T) on a sample independent of every evaluation sample; the multipliers whose median
-||G_{F_S,eta}(x_out)|| over seeds is smallest (our primary metric) are
+(:func:`dpminimax.algorithms.bilevel.dp_bilevel.outer_schedule`). The pilot runs A1-OP over a
+grid of (c_lam, c_T) on a sample independent of every evaluation sample; the multipliers whose
+median ||G_{F_S,eta}(x_out)|| over seeds is smallest (our primary metric) are
 frozen for the evaluation experiments. Meta-tuning is outside the privacy accounting (A22).
 
 * :func:`pilot_table`: per setting and cell, the median and 90th percentile over seeds, the

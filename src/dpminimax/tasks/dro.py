@@ -53,7 +53,7 @@ class DroClassification(Task):
 def initial_model_metrics(fit: FitResult, data: PreparedDataset,
                           device: torch.device) -> list[dict[str, Any]]:
     """Per run, the trivial columns of its initial model (``model.init_state`` of its seed,
-    the programs' start, :class:`~dpminimax.algorithms.dro_program.DroProgram`): test
+    the programs' start, :class:`~dpminimax.algorithms.dro.dro_program.DroProgram`): test
     accuracy, AUC and F1, and at the curves' rows its point of the curves (``trivial_curve``)
     with its DRO gradient norm and objective Phi. Uses no random numbers of any run."""
     from dpminimax.data.inputs import split_inputs

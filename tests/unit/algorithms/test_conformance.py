@@ -42,7 +42,7 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import METHODS, get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.output_perturbation import BaseSolvers
+from dpminimax.algorithms.minimax.output_perturbation import BaseSolvers
 from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import release_counts, releases_of
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS

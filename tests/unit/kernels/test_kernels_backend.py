@@ -9,8 +9,8 @@ import pytest
 import torch
 from toydata import toy_dataset
 
-import dpminimax.algorithms.dpfermi as dpfermi
-import dpminimax.algorithms.tran2021b as tran2021b
+import dpminimax.algorithms.fair.dpfermi as dpfermi
+import dpminimax.algorithms.fair.tran2021b as tran2021b
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import expand_runs
 from dpminimax.kernels.backend import ENVIRONMENT, kernel_backend, use_kernels

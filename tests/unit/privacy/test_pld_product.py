@@ -14,7 +14,7 @@ from dp_accounting.rdp import RdpAccountant
 from scipy import integrate
 from scipy.stats import norm
 
-from dpminimax.algorithms.racodp import paper_accounting_event, racodp_event
+from dpminimax.algorithms.fair.racodp import paper_accounting_event, racodp_event
 from dpminimax.privacy import accounting, accounting_record, dpsgd_event, epsilon, pld_product
 from dpminimax.privacy.rdp_general import rdp_to_epsilon
 
@@ -208,7 +208,7 @@ def test_calibration_at_the_adult_setting_is_fast():
     import time
 
     from dpminimax.algorithms.base import RunSpec
-    from dpminimax.algorithms.racodp import RacoDp
+    from dpminimax.algorithms.fair.racodp import RacoDp
 
     accounting._account_memo.clear()
     pld_product.subsampled_pld.cache_clear()

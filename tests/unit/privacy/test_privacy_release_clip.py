@@ -8,7 +8,9 @@ import pytest
 import torch
 from test_conformance import CPU, N, problem, runs_of
 
-from dpminimax.algorithms import dp_bilevel, get_method, phased_sgd
+from dpminimax.algorithms import get_method
+from dpminimax.algorithms.bilevel import dp_bilevel
+from dpminimax.algorithms.minimax import phased_sgd
 from dpminimax.privacy.release import releases_of
 
 

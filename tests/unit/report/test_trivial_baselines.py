@@ -329,7 +329,7 @@ def test_racodp_constraint_value_of_the_majority_predictor(positives, fnr, tmp_p
     negative (FNR 1) when negatives are the majority, positive (FNR 0) otherwise; the recorded
     trivial violation is that FNR minus gamma, and Fig. 5a's trade-off marks the point (its
     test error, its FNR)."""
-    from dpminimax.algorithms.racodp import NonPrivateSgda
+    from dpminimax.algorithms.fair.racodp import NonPrivateSgda
     from dpminimax.report.registry import FigureRequest, get_drawer
 
     rng = np.random.default_rng(2)

@@ -14,7 +14,7 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.output_perturbation import output_target
+from dpminimax.algorithms.minimax.output_perturbation import output_target
 from dpminimax.problems import get_problem
 from dpminimax.report.accuracy_audit import markov_ratio_table
 from dpminimax.seeding import make_generator

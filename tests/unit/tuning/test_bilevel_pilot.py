@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from dpminimax.algorithms.dp_bilevel import C_LAM, C_T, DpBilevel
+from dpminimax.algorithms.bilevel.dp_bilevel import C_LAM, C_T, DpBilevel
 from dpminimax.api.reporting import make_claims_table, make_figure
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.problems import get_bilevel_problem

@@ -18,7 +18,7 @@ from release_spy import spied_fit
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.dp_bilevel import zcdp_budget
+from dpminimax.algorithms.bilevel.dp_bilevel import zcdp_budget
 from dpminimax.privacy import epsilon
 from dpminimax.privacy.release import BatchedRelease, release_counts, releases_of
 from dpminimax.problems import get_bilevel_problem
@@ -218,7 +218,7 @@ def test_dp_grid_selection_clips_each_examples_losses():
     """A fit far from the data (the released fits are projected onto Y, radius 10) gives
     validation losses above the clip: each example's loss enters the released sum at most
     ``loss_clip`` (the selection's sensitivity), so the noiseless sum is at most n_val B."""
-    from dpminimax.algorithms.bilevel_grid import GridProgram
+    from dpminimax.algorithms.bilevel.bilevel_grid import GridProgram
 
     method = get_method("np_grid")
     run = RunSpec(0, math.inf, DELTA, {"n": 200, "candidates": 3, "loss_clip": 0.5})

@@ -1,0 +1,150 @@
+"""DP-Grid and Fixed-omega, the baselines of Section 7's tuner (our experiment E6), on a tuning
+problem (:class:`~dpminimax.problems.ridge_tuning.RidgeTuning`).
+
+DP-Grid: K log-spaced candidates omega_k; for each, the exact ridge fit on the training split
+released by output perturbation (release ``fit``, replace-one sensitivity 2 L / (omega_k n):
+the plan's 2 L / (mu_g n) shrunk by mu_g / omega_k, a public factor), projected onto Y; then
+the validation losses of the K released fits, each example's clipped at ``loss_clip`` B
+(min{f_i, B} in [0, B], so replacing one example moves each of the K summed losses by at most
+B), and the candidate with the smallest loss is chosen by report-noisy-min (release ``select``:
+Gumbel noise, the exponential mechanism; only the index is released); its released fit is the
+deployed private model (``test_loss_released``). zCDP: rho* / 2 over the K fits, rho* / 2 for
+the selection (epsilon_EM = sqrt(8 rho* / 2), Cesar & Rogers 2021). K is the number of points
+the problem's ``candidates`` returns (a product grid for a vector omega). Fixed-omega is
+DP-Grid with one candidate, omega_min: no selection, its one fit takes all of rho*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from dpminimax.algorithms.base import RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.bilevel.bilevel_inner import modulus_shrink, subproblems
+from dpminimax.algorithms.bilevel.dp_bilevel import (
+    SHARED,
+    TUNING,
+    DpBilevel,
+    inner_release,
+    multiplier,
+    run_samples,
+    zcdp_budget,
+)
+from dpminimax.algorithms.params import COUNT, POSITIVE
+from dpminimax.privacy.release import Batch, BatchedRelease, Release, Repeat, release_counts
+from dpminimax.problems import BilevelProblem, FixedSample
+from dpminimax.problems.base import stack_examples
+from dpminimax.seeding import make_generator
+
+GRID_RELEASES = ("fit", "select")
+
+
+class DpGrid(DpBilevel):
+    """DP-Grid (module docstring)."""
+
+    name: ClassVar[str] = "dp_grid"
+    label: ClassVar[str] = "DP-Grid: K candidate omegas, OP fits, report-noisy-min"
+    parameters: ClassVar[dict[str, Any]] = {**DpBilevel.parameters, **TUNING, "candidates": 10,
+                                            "loss_clip": 2.0}
+    checks: ClassVar[dict[str, Any]] = {**DpBilevel.checks, "candidates": COUNT,
+                                        "loss_clip": POSITIVE}
+    shared_parameters: ClassVar[tuple[str, ...]] = (*SHARED, "candidates", "loss_clip")
+
+    def plan(self, run: RunSpec, n: int, data: FixedSample | None = None) -> RunPlan:
+        """K ``fit`` releases and, for K > 1, one ``select`` release (module docstring)."""
+        params = self.resolve(run.params)
+        problem = self.problem(params)
+        if not hasattr(problem, "candidates"):
+            raise ValueError(f"method {self.name!r} tunes a hyperparameter: problem "
+                             f"{params['problem']!r} has no candidates")
+        count = len(problem.candidates(int(params["candidates"])))
+        rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta), 0.0)
+        fit_share = rho / (2 * count) if count > 1 else rho / count
+        lower = subproblems(problem.constants, float(params["lam"]))["y"]
+        parts = [Batch((inner_release("fit", params["inner"], lower, n, fit_share, None),),
+                       count)]
+        if count > 1:
+            parts.append(Batch((Release("select", "exponential", multiplier(rho / 2),
+                                        float(params["loss_clip"])),)))
+        tree = Repeat(tuple(parts), 1)
+        plan = RunPlan.account(tree, {"rho_per_fit": fit_share}, run.delta,
+                               params["accountant"])
+        return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan, None))
+
+    def program(self, data: FixedSample | None, runs: Sequence[RunSpec],
+                resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
+                plans: Sequence[RunPlan], device: torch.device) -> GridProgram:
+        problem = self.problem(shared)
+        return GridProgram(problem, run_samples(problem, data, runs, shared, device), runs,
+                           int(shared["candidates"]), float(shared["loss_clip"]), plans, device)
+
+
+class FixedOmega(DpGrid):
+    """Fixed-omega: DP-Grid with one candidate, omega_min (module docstring)."""
+
+    name: ClassVar[str] = "fixed_omega"
+    label: ClassVar[str] = "Fixed-ω (ω_min, no tuning), OP fit"
+    fixed: ClassVar[dict[str, Any]] = {**DpGrid.fixed, "candidates": 1}
+    parameters: ClassVar[dict[str, Any]] = {
+        key: value for key, value in DpGrid.parameters.items() if key != "candidates"}
+
+
+class GridProgram:
+    """R runs of DP-Grid in one step; ``state`` is the chosen candidate x."""
+
+    steps = 1
+
+    def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
+                 runs: Sequence[RunSpec], count: int, loss_clip: float,
+                 plans: Sequence[RunPlan], device: torch.device) -> None:
+        self.model, self.samples = problem, samples
+        self.examples = stack_examples(samples)
+        self.stats = problem.statistics(self.examples)
+        self.points = problem.candidates(count).to(device)
+        self.loss_clip = loss_clip
+        names = [name for name in GRID_RELEASES if name in release_counts(plans[0].releases)]
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                         for name in names}
+        self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
+                      for name in names}
+        self.x_out = self.points[0].expand(len(runs), -1).clone()
+        self.released = torch.zeros(len(runs), dtype=problem.dtype, device=device)
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"x": self.x_out}
+
+    @property
+    def counters(self) -> list[dict[str, float]]:
+        return [{"test_loss_released": float(value)} for value in self.released]
+
+    def step(self) -> None:
+        problem, runs = self.model, len(self.x_out)
+        fits = []
+        for point in self.points:
+            x = point.expand(runs, -1)
+            exact = problem.inner_solution(x, self.stats)
+            factor = modulus_shrink(problem.constants, "y", problem.lower_modulus(x))
+            released = self.releases["fit"].shrunk(factor).perturb(exact, self.noise["fit"])
+            fits.append(problem.y.project(released))
+        stacked = torch.stack(fits, 1)
+        chosen = torch.zeros(runs, dtype=torch.long, device=self.x_out.device)
+        if "select" in self.releases:
+            chosen = self._select(stacked)
+        self.x_out = self.points[chosen]
+        self.released = problem.test_loss(stacked[torch.arange(runs), chosen])
+
+    def _select(self, fits: torch.Tensor) -> torch.Tensor:
+        """The index of each run's smallest noisy validation loss (release ``select``)."""
+        problem = self.model
+        losses = torch.clamp(problem.validation_losses(fits, self.examples),
+                             max=self.loss_clip).sum(-1)
+        return self.releases["select"].select_min(losses, self.noise["select"])
+
+
+NonPrivateGrid = nonprivate_twin(
+    DpGrid, "NonPrivateGrid", name="np_grid", label="Grid search, exact fits and losses",
+    doc="DP-Grid without noise: the best of the K candidates on the validation split.",
+    fixed={"inner": "exact"})

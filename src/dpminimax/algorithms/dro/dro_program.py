@@ -1,0 +1,390 @@
+"""What paper 004's methods share (Algs. 2-3 and baselines): the step schedule and its release
+tree, Poisson batches, per-example gradients of a weighted loss, clipped and noised releases, and
+the curves.
+
+A method's step ``t`` makes one or more *draws*: a Poisson batch at the anchor or the step
+sampling rate and the releases computed from it (:class:`Draw`). The same schedule gives the
+plan's release tree (:func:`schedule_tree`) and drives the program, so what is accounted and
+what is noised cannot drift apart. SPIDER differences (Alg. 2 l. 6 and 12, Alg. 3 l. 13-14)
+clip each example's gradient difference at two iterates to ``min(c * ||w_t - w_{t-1}||,
+2 C)`` (our choice where the paper is silent): their release's bound is 2 C and is shrunk each step
+by that public factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.dro.kl_dro import example_losses, loss_residuals
+from dpminimax.algorithms.params import (
+    ACCOUNTANT,
+    COUNT,
+    MODEL,
+    POSITIVE,
+    Check,
+)
+from dpminimax.data import PreparedDataset
+from dpminimax.data.inputs import training_rows
+from dpminimax.kernels.clip import clip_scaled, per_sample_norms
+from dpminimax.kernels.gather import as_tensor, batch_values
+from dpminimax.kernels.runs import along_runs
+from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
+from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
+from dpminimax.models.network import batched_model
+from dpminimax.privacy.calibrate import calibrate_release_parameter
+from dpminimax.privacy.release import (
+    Batch,
+    BatchedRelease,
+    Part,
+    Release,
+    Repeat,
+    releases_of,
+)
+from dpminimax.seeding import make_generator
+from dpminimax.tasks import DRO_CLASSIFICATION
+
+LOG = logging.getLogger(__name__)
+
+#: Parameters every paper-004 method has (the training budget, the model and the curves).
+COMMON_PARAMETERS: dict[str, Any] = {
+    "batch_size": 128, "epochs": 2.0, "accountant": "rdp", "model": "small_cnn",
+    "eval_every": 50, "curve_rows": 512}
+COMMON_CHECKS: dict[str, Check] = {
+    "batch_size": COUNT, "epochs": POSITIVE, "accountant": ACCOUNTANT, "model": MODEL,
+    "eval_every": COUNT, "curve_rows": COUNT}
+#: c of the SPIDER difference clips min(c ||w_t - w_{t-1}||, 2C): the 90-99th percentile of the
+#: per-example difference / iterate movement ratio measured on MNIST-ST at epsilon 1 (DP
+#: Double-SPIDER 0.72 / 1.27, DP Recursive-SPIDER 0.94 / 3.7; papers/dpdro/README.md).
+DIFFERENCE_CLIP = 1.0
+#: Parameters one batched program shares (sampling rates, step counts, shapes).
+SHARED_PARAMETERS = ("batch_size", "anchor_batch_size", "epochs", "period", "accountant",
+                     "model", "eval_every", "curve_rows")
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One Poisson batch of a step, at the ``rate`` named ("anchor" or "step"), and the names of
+    the releases made from it."""
+
+    rate: str
+    releases: tuple[str, ...]
+
+
+Schedule = Callable[[int], tuple[Draw, ...]]
+
+
+def schedule_tree(schedule: Schedule, period: int, periods: int,
+                  releases: Mapping[str, Release], rates: Mapping[str, float]) -> Part:
+    """The release tree of ``periods`` repetitions of steps 0..period-1 of ``schedule``:
+    consecutive identical draws become one ``Batch`` with a count."""
+    parts: list[Batch] = []
+    for t in range(period):
+        for draw in schedule(t):
+            batch = Batch(tuple(releases[name] for name in draw.releases), 1, rates[draw.rate])
+            last = parts[-1] if parts else None
+            if last is not None and (last.releases, last.sampling_rate) == (
+                    batch.releases, batch.sampling_rate):
+                parts[-1] = Batch(batch.releases, last.count + 1, batch.sampling_rate)
+            else:
+                parts.append(batch)
+    if len(parts) == 1:
+        only = parts[0]
+        return Batch(only.releases, only.count * periods, only.sampling_rate)
+    return Repeat(tuple(parts), periods)
+
+
+def steps_and_periods(epochs: float, n: int, batch_size: int, period: int) -> tuple[int, int]:
+    """T = ceil(epochs n / b) rounded up to whole periods (epochs count step batches)."""
+    periods = max(1, math.ceil(math.ceil(epochs * n / batch_size) / period))
+    return periods * period, periods
+
+
+#: Calibrated noise multipliers by (schedule key, epsilon, delta, accountant).
+_CALIBRATED: dict[tuple, float] = {}
+
+
+def calibrated_noise(key: tuple, make: Callable[[float], Part], epsilon: float, delta: float,
+                     accountant: str) -> float:
+    """The noise multiplier shared by every release of the tree ``make(sigma)`` with which it
+    meets (epsilon, delta), memoised on ``key`` (what determines the tree's shape)."""
+    full = (key, epsilon, delta, accountant)
+    if full not in _CALIBRATED:
+        _CALIBRATED[full] = calibrate_release_parameter(make, epsilon, delta, accountant)
+    return _CALIBRATED[full]
+
+
+class ScheduledDroMethod(Method):
+    """A paper-004 method: a step schedule (:meth:`schedule`) over Gaussian releases whose
+    bounds are parameters (:attr:`release_bounds`), one noise multiplier calibrated over the
+    schedule's release tree."""
+
+    paper: ClassVar[str] = "dpdro"
+    private: ClassVar[bool] = True
+    task = DRO_CLASSIFICATION
+    uses_sensitive_attribute: ClassVar[bool] = False
+    shared_parameters: ClassVar[tuple[str, ...]] = SHARED_PARAMETERS
+    #: Release name -> (the clip parameter bounding it, multiple): an anchor is bounded by C, a
+    #: SPIDER difference by 2C (before its per-step shrink).
+    release_bounds: ClassVar[dict[str, tuple[str, float]]]
+
+    def release_bound(self, name: str, params: Mapping[str, Any]) -> float:
+        """The per-example L2 bound of release ``name`` (its multiple of its clip parameter)."""
+        clip, multiple = self.release_bounds[name]
+        return multiple * float(params[clip])
+
+    @abstractmethod
+    def period(self, params: Mapping[str, Any]) -> int:
+        """Steps per repetition of the schedule (its SPIDER period, or 1)."""
+
+    @abstractmethod
+    def schedule(self, params: Mapping[str, Any]) -> Schedule:
+        """Step t's draws."""
+
+    def layout(self, params: Mapping[str, Any], n: int, sigma: float
+               ) -> tuple[Part, int, int, dict[str, float]]:
+        """``(release tree, steps, period, sampling rates)`` of a run on ``n`` rows with noise
+        multiplier ``sigma``."""
+        period = self.period(params)
+        steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
+        releases = {name: Release(name, "gaussian", sigma, self.release_bound(name, params))
+                    for name in self.release_bounds}
+        rates = {"step": min(1.0, params["batch_size"] / n),
+                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
+        return (schedule_tree(self.schedule(params), period, periods, releases, rates),
+                steps, period, rates)
+
+    def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
+        """One Gaussian noise multiplier for every release of the schedule, calibrated to the
+        run's (epsilon, delta) over the derived event."""
+        params = self.resolve(run.params)
+        _, steps, _, rates = self.layout(params, n, 0.0)
+        shape = (self.name, n, *(repr(params.get(k)) for k in self.shared_parameters))
+        sigma = self.calibrate(run, lambda: calibrated_noise(
+            shape, lambda s: self.layout(params, n, s)[0], run.epsilon, run.delta,
+            params["accountant"]), 0.0)
+        tree, *_ = self.layout(params, n, sigma)
+        if data is not None and any(r.name.endswith("_difference") for r in releases_of(tree)):
+            check_feedback(params, sigma, parameter_count(data, params["model"]))
+        return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
+                                      "sampling_rate": rates["step"],
+                                      "anchor_sampling_rate": rates["anchor"]},
+                               run.delta, params["accountant"])
+
+
+def check_feedback(params: Mapping[str, Any], sigma: float, d: int) -> None:
+    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
+    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
+    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
+    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
+    factor = (params["difference_clip"] * params["lr"] * sigma * math.sqrt(d)
+              / params["batch_size"])
+    if factor >= 1:
+        raise ValueError(
+            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {params['difference_clip']:g}"
+            f" * {params['lr']:g} * {sigma:.4g} * sqrt({d}) / {params['batch_size']} = "
+            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
+            f"or lr")
+
+
+def network_for(data: PreparedDataset, architecture: str):
+    """The batched model paper 004's methods train on ``data`` (a binary sigmoid for two-class
+    tabular data, softmax logits otherwise)."""
+    classes = len(data.label_names) if data.label_names else int(data.y_train.max()) + 1
+    return batched_model(data, architecture, num_classes=1 if data.kind == "tabular"
+                         and classes == 2 else classes)
+
+
+def parameter_count(data: PreparedDataset, architecture: str) -> int:
+    """d, the number of trained parameters of the model on ``data``."""
+    state = network_for(data, architecture).init_state(1, torch.device("cpu"), [0])
+    return sum(v[0].numel() for v in state.values())
+
+
+def control_verdicts(fit, data: PreparedDataset, device: torch.device) -> list[dict[str, Any]]:
+    """Per run of a fit: its final Phi, Phi at its initialisation and the class prior's Phi
+    (on the curves' training rows), and whether it ended below both."""
+    first = fit.resolved_params[0]
+    initial, prior = reference_objectives(fit.model, data, device,
+                                          [run.seed for run in fit.runs],
+                                          rows=int(first["curve_rows"]),
+                                          lam0=float(first["lam0"]), rho=float(first["rho"]))
+    return [{"phi_final": row["dro_objective"], "phi_init": float(start), "phi_prior": prior,
+             "below": bool(row["dro_objective"] < min(float(start), prior))}
+            for row, start in zip(fit.counters, initial, strict=True)]
+
+
+def noiseless_control(private: type[ScheduledDroMethod], class_name: str
+                      ) -> type[ScheduledDroMethod]:
+    """The noiseless clipped control of ``private``: the same program, clipping, weight cap
+    and schedule with sigma = 0 (epsilon = inf). A configuration whose control does not end
+    below Phi at initialisation and below the class prior's Phi fails before noise matters:
+    its fit logs a warning saying so."""
+    twin = private.twin
+    control = nonprivate_twin(
+        private, class_name, name=f"{private.name}_control",
+        label=f"{private.label} (noiseless control)",
+        doc=f"{private.label} with its clipping and schedule and no noise (sigma = 0).",
+        fixed={})
+    private.twin = twin  # the control does not replace the unclipped non-private twin
+
+    def fit(self, data, runs, device, monitor=None):
+        result = super(control, self).fit(data, runs, device, monitor)
+        for run, verdict in zip(runs, control_verdicts(result, data, device), strict=True):
+            if not verdict["below"]:
+                LOG.warning(
+                    "%s on %s (seed %d): the noiseless control ends at Phi %.4g, not below "
+                    "Phi(init) %.4g and the class prior's %.4g: the configuration fails "
+                    "before noise matters", self.name, data.name, run.seed,
+                    verdict["phi_final"], verdict["phi_init"], verdict["phi_prior"])
+        return result
+
+    control.fit = fit
+    return control
+
+
+@dataclass
+class Minibatch:
+    """A drawn batch: inputs (R, B, ...), labels (R, B), mask (R, B) and its sampling rate."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    mask: torch.Tensor
+    rate: float
+
+
+class DroProgram:
+    """R runs of one paper-004 method on a batched model: sampling and noise streams, releases
+    by name, per-example gradients and the curves. Subclasses implement :meth:`step`."""
+
+    def __init__(self, data: PreparedDataset, runs: Sequence, resolved: Sequence[dict],
+                 shared: dict[str, Any], plans: Sequence, device: torch.device, *,
+                 rates: Mapping[str, float], steps: int, lam0: float, rho: float) -> None:
+        self.model = network_for(data, shared["model"])
+        self.rows = training_rows(data, device)
+        self.y = torch.as_tensor(data.y_train, device=device)
+        self.n = len(self.y)
+        seeds = [run.seed for run in runs]
+        self.params = self.model.init_state(len(seeds), device, seeds)
+        self.sampling = [make_generator(seed, "poisson", device) for seed in seeds]
+        self.noise = [make_generator(seed, "noise", device) for seed in seeds]
+        names = dict.fromkeys(release.name for release in releases_of(plans[0].releases))
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                         for name in names}
+        self.rates = dict(rates)
+        self.steps = steps
+        self.t = 0
+        self.curves = CurveRecorder(self.model, data, device, every=shared["eval_every"],
+                                    steps=steps, rows=shared["curve_rows"], lam0=lam0, rho=rho,
+                                    runs=len(seeds))
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.params
+
+    @property
+    def counters(self) -> list[dict[str, Any]]:
+        return self.curves.rows()
+
+    def draw(self, rate: str) -> Minibatch:
+        q = self.rates[rate]
+        index, mask = poisson_batches(self.n, q, self.sampling, device=self.y.device)
+        return Minibatch(as_tensor(self.rows.take(index)), batch_values(self.y, index), mask, q)
+
+    def losses(self, params: dict[str, torch.Tensor], batch: Minibatch) -> torch.Tensor:
+        """Per-example losses (R, B) at ``params`` (a forward pass only)."""
+        return example_losses(self.model.logits(params, batch.x), batch.y)
+
+    def weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
+                           weight: Callable[[torch.Tensor], torch.Tensor]
+                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Losses (R, B) and per-example gradients ``weight(l)_i grad l_i`` (R, B, ...) at
+        ``params`` (the weights are constants of the losses: Eq. (3)'s w_i, Eq. (5)'s
+        g_i / lam)."""
+        seen: dict[str, torch.Tensor] = {}
+
+        def residual(logits: torch.Tensor) -> torch.Tensor:
+            seen["losses"] = example_losses(logits, batch.y)
+            return weight(seen["losses"]).unsqueeze(-1) * loss_residuals(logits, batch.y)
+
+        _, grads = self.model.per_example_grads(params, batch.x, residual)
+        return seen["losses"], grads
+
+    def clipped_weighted_gradients(self, params: dict[str, torch.Tensor], batch: Minibatch,
+                                   weight: Callable[[torch.Tensor], torch.Tensor],
+                                   clip: torch.Tensor
+                                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The weights ``weight(l)`` (R, B) and per-example ``weight(l)_i clip(grad l_i, C)``
+        (R, B, ...): the loss gradient clipped to the per-run ``clip`` (R,) BEFORE the weight,
+        so a weight bounded by W bounds each example's contribution by W C
+        (papers/dpdro/README.md, "Deviation: clipping")."""
+        losses, grads = self.weighted_gradients(params, batch, torch.ones_like)
+        weights = weight(losses)
+        factor = clip_scaled(weights, per_sample_norms(grads), clip)
+        return weights, {k: g * factor.reshape(*factor.shape, *([1] * (g.dim() - 2)))
+                         for k, g in grads.items()}
+
+    def release(self, name: str, contributions: dict[str, torch.Tensor] | torch.Tensor,
+                batch: Minibatch, shrink: torch.Tensor | None = None):
+        """The noisy mean estimate of release ``name``: per-example ``contributions``
+        ((R, B, ...) tensors, or one (R, B) scalar each) clipped to the release's bound
+        (times ``shrink``), summed, noised, divided by the expected batch size qn."""
+        release = self.releases[name]
+        if shrink is not None:
+            release = release.shrunk(shrink)
+        scalar = isinstance(contributions, torch.Tensor)
+        values = {"value": contributions.unsqueeze(-1)} if scalar else contributions
+        noisy = release.privatize(values, self.noise, batch.mask)
+        mean = {k: v / expected_batch_size(self.n, batch.rate) for k, v in noisy.items()}
+        return mean["value"][:, 0] if scalar else mean
+
+    def difference_shrink(self, name: str, movement: torch.Tensor, factor: torch.Tensor
+                          ) -> torch.Tensor:
+        """``min(c ||w_t - w_{t-1}||, 2 C) / (2 C)`` (R,): the shrink of the difference release
+        ``name`` (bound 2 C) for the iterate movement (R,) and the per-run c (our choice where the
+        paper is silent)."""
+        bound = self.releases[name].clip
+        return torch.where(torch.isinf(bound), torch.ones_like(bound),
+                           torch.clamp(factor * movement / bound, max=1.0))
+
+    def record(self) -> None:
+        """Advance the step counter and record the curves when due."""
+        self.t += 1
+        self.curves.maybe_record(self.t, self.params, self.extra_curve_values())
+
+    def extra_curve_values(self) -> dict[str, torch.Tensor]:
+        """Per-run scalars (R,) the method adds to its curves (its dual variable)."""
+        return {}
+
+
+def movement(now: Mapping[str, torch.Tensor], before: Mapping[str, torch.Tensor],
+             *scalars: torch.Tensor) -> torch.Tensor:
+    """||(x_t - x_{t-1}, scalar changes)|| per run (R,)."""
+    total = sum((now[k] - before[k]).flatten(start_dim=1).square().sum(dim=1) for k in now)
+    for change in scalars:
+        total = total + change.square()
+    return total.sqrt()
+
+
+def subtract(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
+             ) -> dict[str, torch.Tensor]:
+    return {k: a[k] - b[k] for k in a}
+
+
+def add_to(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
+           ) -> dict[str, torch.Tensor]:
+    return {k: a[k] + b[k] for k in a}
+
+
+def descend(params: dict[str, torch.Tensor], direction: Mapping[str, torch.Tensor],
+            lr: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``params - lr_r * direction`` (a new dict; ``params`` is kept as the previous iterate)."""
+    return {k: v - along_runs(lr, v) * direction[k] for k, v in params.items()}
+
