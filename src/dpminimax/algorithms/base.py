@@ -207,6 +207,14 @@ class Method(ABC):
         """Method-specific metrics per run (for example constraint satisfaction); none here."""
         return [{} for _ in fit.runs]
 
+    def training_violation(self, resolved: Sequence[dict[str, Any]], data: PreparedDataset,
+                           device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``violation(predicted (R, n) class labels) -> (R,)``: each run's largest violation of
+        its own constraints by hard predictions on the training set (<= 0: met), which the
+        tuning's checkpoint rule reads (RaCO-DP App. E.2); -inf for an unconstrained method."""
+        return lambda predicted: torch.full((predicted.shape[0],), float("-inf"),
+                                            device=predicted.device)
+
     def sample_size(self, data: PreparedDataset, shared: dict[str, Any]) -> int:
         """The number of training examples n the runs are planned on: the dataset's, or the
         fixed ``meta["planned_size"]`` of an audited dataset, whose size depends on which

@@ -182,29 +182,9 @@ def checkpoint_selector(method: Method, data: PreparedDataset, runs: Sequence[Ru
     return CheckpointSelector(torch.as_tensor(data.x_train, device=device),
                               torch.as_tensor(x_val, device=device),
                               torch.as_tensor(y_val, device=device),
-                              _violation(method, data, runs, device), eval_every)
-
-
-def _violation(method: Method, data: PreparedDataset, runs: Sequence[RunSpec],
-               device: torch.device):
-    """max_j (hard Gamma_j - gamma_j) on the training set per run (a gap-constrained method:
-    its ``gap_violation``); -inf if unconstrained."""
-    if hasattr(method, "gap_violation"):
-        return method.gap_violation([method.resolve(run.params) for run in runs], data, device)
-    if not hasattr(method, "constraint_set"):
-        return lambda predicted: torch.full((predicted.shape[0],), float("-inf"),
-                                            device=predicted.device)
-    constraints = [method.constraint_set(method.resolve(run.params), data) for run in runs]
-    cells = torch.as_tensor(constraints[0].cells(data.y_train, data.s_train), device=device)
-    slack = torch.as_tensor(np.stack([c.slack for c in constraints]), dtype=torch.float32,
-                            device=device)
-    classes = constraints[0].num_classes
-
-    def violation(predicted: torch.Tensor) -> torch.Tensor:
-        hard = torch.nn.functional.one_hot(predicted, classes).float()
-        return (constraints[0].rates(hard, cells) - slack).max(dim=-1).values
-
-    return violation
+                              method.training_violation(
+                                  [method.resolve(run.params) for run in runs], data, device),
+                              eval_every)
 
 
 def _concatenate(pieces, total: int) -> tuple[FitResult, list[dict[str, Any]]]:

@@ -31,10 +31,10 @@ def _numpy_gaps(predicted: np.ndarray, y: np.ndarray, s: np.ndarray, fairness: s
 
 
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
-def test_gap_violation_is_the_largest_hard_gap_minus_alpha(synthetic, fairness):
+def test_training_violation_is_the_largest_hard_gap_minus_alpha(synthetic, fairness):
     method = get_method("tran2021b")
     resolved = [method.resolve({"alpha": a, "fairness": fairness}) for a in (0.0, 0.05, 0.3)]
-    violation = method.gap_violation(resolved, synthetic, torch.device("cpu"))
+    violation = method.training_violation(resolved, synthetic, torch.device("cpu"))
     rng = np.random.default_rng(0)
     y, s = synthetic.y_train, synthetic.s_train
     predictions = np.stack([(s == 1).astype(np.int64), np.ones_like(y),

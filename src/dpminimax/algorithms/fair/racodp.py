@@ -32,7 +32,7 @@ constraint values).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -155,6 +155,21 @@ class RacoDp(Method):
             {"kind": params["constraint"], "gamma": params["gamma"]},
             num_groups=len(data.group_names), num_classes=2, group_names=list(data.group_names),
         )
+
+    def training_violation(self, resolved: Sequence[dict[str, Any]], data: PreparedDataset,
+                           device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+        """max_j (hard Gamma_j - gamma_j) of each run's constraint set on the training set."""
+        constraints = [self.constraint_set(params, data) for params in resolved]
+        cells = torch.as_tensor(constraints[0].cells(data.y_train, data.s_train), device=device)
+        slack = torch.as_tensor(np.stack([c.slack for c in constraints]), dtype=torch.float32,
+                                device=device)
+        classes = constraints[0].num_classes
+
+        def violation(predicted: torch.Tensor) -> torch.Tensor:
+            hard = F.one_hot(predicted, classes).float()
+            return (constraints[0].rates(hard, cells) - slack).max(dim=-1).values
+
+        return violation
 
     shared_parameters: ClassVar[tuple[str, ...]] = SHARED
 

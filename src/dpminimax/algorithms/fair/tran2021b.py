@@ -157,11 +157,10 @@ class Tran2021b(Method):
     def check_data(self, data: PreparedDataset, shared: dict[str, Any]) -> None:
         require_binary(data, self.name)
 
-    def gap_violation(self, resolved: Sequence[dict[str, Any]], data: PreparedDataset,
-                      device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
-        """``max_c |gap_c| - alpha`` (R,) of hard predictions (R, n) on the training set: the
-        constraint of every run, for the tuning's checkpoint rule (RaCO-DP App. E.2 keeps a
-        checkpoint only where the method's own constraints hold on the training set)."""
+    def training_violation(self, resolved: Sequence[dict[str, Any]], data: PreparedDataset,
+                           device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``max_c |gap_c| - alpha`` (R,) of hard predictions (R, n) on the training set: PF-LD's
+        own constraint, for the tuning's checkpoint rule."""
         cells = GroupCells(resolved[0]["fairness"], len(data.group_names))
         member = torch.nn.functional.one_hot(
             cells.cell_of(torch.as_tensor(data.y_train, device=device),
