@@ -15,6 +15,7 @@ import torch
 
 import dpminimax
 from dpminimax.algorithms import METHODS
+from dpminimax.estimator import needs_sensitive
 
 #: Small values of whichever of these parameters a method has (the rest keep their defaults).
 TINY = {"batch_size": 50, "epochs": 1, "max_steps": 20, "rounds": 3, "oracle_steps": 3,
@@ -68,7 +69,7 @@ def test_fit_runs_the_method_on_its_kind_of_input(name, frame):
     method = METHODS[name]
     kwargs = {**_privacy(method), **_tiny(method), "seeds": [3]}
     if method.task.name in DATA_TASKS:
-        s = "group" if dpminimax.estimator.needs_sensitive(name) else None
+        s = "group" if needs_sensitive(name) else None
         result = dpminimax.fit(name, frame, y="label", s=s, **kwargs)
         assert result.problem is None and result.data.meta["n_train"] == 180
         assert result.predict(frame.head(7)).shape == (7,)
