@@ -205,19 +205,23 @@ def table3_accuracy(table: pd.DataFrame) -> pd.DataFrame:
 def table2_mia(table: pd.DataFrame) -> pd.DataFrame:
     """Table 2: per (dataset, method, ε) the membership-inference AUC, mean and std over seeds,
     with uniform and class-stratified non-members, the (ε, δ)-DP ceiling on any attack's AUC,
-    and whether each mean lies above it (impossible for a correctly private mechanism)."""
+    and whether each mean lies above it (impossible for a correctly private mechanism); beside
+    the uniform game, its class-confound cap (the best AUC of an attack reading only the
+    class) and whether the mean lies above it (signal beyond the class)."""
     columns = [*KEYS, "label", "n_seeds", "mia_auc_uniform_mean", "mia_auc_uniform_std",
                "mia_auc_uniform", "mia_auc_stratified_mean", "mia_auc_stratified_std",
                "mia_auc_stratified", "mia_auc_ceiling", "uniform_above_ceiling",
-               "stratified_above_ceiling", "data_standin"]
+               "stratified_above_ceiling", "mia_auc_class_cap", "uniform_above_class_cap",
+               "data_standin"]
     metrics = ["mia_auc_uniform", "mia_auc_stratified"]
-    _require(table, [*metrics, "mia_auc_ceiling"], "table2_mia")
+    _require(table, [*metrics, "mia_auc_ceiling", "mia_auc_class_cap"], "table2_mia")
     rows = table[table[metrics].notna().any(axis=1)]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     grouped = rows.groupby(KEYS)
     result = grouped.agg(n_seeds=("seed", "nunique"),
-                         mia_auc_ceiling=("mia_auc_ceiling", "mean")).reset_index()
+                         mia_auc_ceiling=("mia_auc_ceiling", "mean"),
+                         mia_auc_class_cap=("mia_auc_class_cap", "mean")).reset_index()
     for metric, flag in zip(metrics, ("uniform_above_ceiling", "stratified_above_ceiling"),
                             strict=True):
         mean = grouped[metric].mean().to_numpy()
@@ -225,6 +229,9 @@ def table2_mia(table: pd.DataFrame) -> pd.DataFrame:
         result[f"{metric}_mean"], result[f"{metric}_std"] = mean, std
         result[metric] = [_plus_minus(m, s) for m, s in zip(mean, std, strict=True)]
         result[flag] = np.asarray(mean > result["mia_auc_ceiling"].to_numpy(), dtype=bool)
+    result["uniform_above_class_cap"] = np.asarray(
+        result["mia_auc_uniform_mean"].to_numpy() > result["mia_auc_class_cap"].to_numpy(),
+        dtype=bool)
     return _finish(result, grouped, rows)[columns]
 
 

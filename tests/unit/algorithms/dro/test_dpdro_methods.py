@@ -265,6 +265,30 @@ def test_the_uniform_game_reads_the_class_and_the_stratified_one_does_not():
     assert roc_auc(np.r_[inside, confidence(y_test[uniform])], labels) > 0.65
 
 
+def test_the_class_only_cap_is_the_best_class_scorer_and_half_the_tv_above_one_half():
+    """Two classes: the cap is 0.5 + TV / 2 (0.70 for 90/10 members against 50/50); the prior
+    model's uniform-game AUC reaches it; no other class scoring exceeds it; equal histograms
+    give 1/2; CIFAR10-ST's histogram (classes 0-4 at 100, 5-9 at 5,000) against a balanced
+    test set gives 0.74."""
+    from dpminimax.attacks.confounded_mia import class_only_auc_cap
+    from dpminimax.metrics.classification import roc_auc
+
+    rng = np.random.default_rng(1)
+    members = (rng.random(5000) < 0.1).astype(int)
+    others = (rng.random(5000) < 0.5).astype(int)
+    tv = abs(members.mean() - others.mean())
+    cap = class_only_auc_cap(members, others)
+    assert cap == pytest.approx(0.5 + tv / 2, abs=1e-12)
+    assert cap == pytest.approx(0.70, abs=0.02)
+    labels = np.r_[np.ones(5000), np.zeros(5000)]
+    for scoring in ([1.0, 0.0], [0.0, 1.0], [0.5, 0.5]):
+        assert roc_auc(np.take(scoring, np.r_[members, others]), labels) <= cap + 1e-12
+    assert class_only_auc_cap(others, others) == pytest.approx(0.5)
+    cifar = np.r_[np.repeat(np.arange(5), 100), np.repeat(np.arange(5, 10), 5000)]
+    assert class_only_auc_cap(cifar, np.repeat(np.arange(10), 1000)) == pytest.approx(
+        0.74, abs=1e-3)
+
+
 def test_a_shrunk_release_keeps_its_multiplier_and_never_exceeds_its_bound():
     from dpminimax.privacy.release import BatchedRelease, Release
 
