@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dpminimax.report.aggregate import epsilon_label, require_columns
+from dpminimax.report.claims_interval import t_interval
 from dpminimax.report.figures import save_figure, standin_datasets
 from dpminimax.report.style import BAND_ALPHA, PANEL_SIZE, SeriesStyle, method_style, paper_style
 from dpminimax.report.trivial import draw_trivial_level, trivial_label
@@ -199,6 +200,43 @@ def table3_accuracy(table: pd.DataFrame) -> pd.DataFrame:
     for column, name in (("test_auc", "auc_mean"), ("test_f1", "f1_mean")):
         result[name] = (grouped[column].mean().to_numpy() if column in rows
                         else np.nan)
+    return _finish(result, grouped, rows)[columns]
+
+
+#: The verdicts of :func:`table3_objective`.
+BELOW, NOT_BELOW, UNDECIDED = "below", "not below", "inconclusive"
+
+
+def table3_objective(table: pd.DataFrame) -> pd.DataFrame:
+    """Whether Table 3's runs optimise the KL-DRO objective: per (dataset, method, ε) the final
+    Φ (Eq. (5) minimised over λ, on the curves' training rows) with its Student-t 95% interval
+    over seeds, Φ at initialisation (``trivial_dro_objective``, mean over seeds) and the class
+    prior's Φ (``prior_dro_objective``, one value per dataset; NaN where no run recorded it),
+    and the verdict against the smaller of the two: ``below`` (the interval's upper end below
+    it), ``not below`` (its lower end at or above it), ``inconclusive`` (it straddles it, or
+    one seed)."""
+    columns = [*KEYS, "label", "n_seeds", "phi_final_mean", "phi_final_low", "phi_final_high",
+               "phi_init", "phi_prior", "verdict", "data_standin"]
+    _require(table, ["dro_objective", "trivial_dro_objective"], "table3_objective")
+    rows = table[table["dro_objective"].notna()].copy()
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    prior = rows["prior_dro_objective"] if "prior_dro_objective" in rows else math.nan
+    rows["phi_prior"] = pd.Series(prior, index=rows.index, dtype=float).groupby(
+        rows["dataset"]).transform("max")
+    grouped = rows.groupby(KEYS)
+    result = grouped.agg(n_seeds=("seed", "nunique"), phi_final_mean=("dro_objective", "mean"),
+                         phi_init=("trivial_dro_objective", "mean"),
+                         phi_prior=("phi_prior", "max")).reset_index()
+    bounds = [t_interval(v.to_numpy(float)) if len(v) > 1 else (math.nan, math.nan)
+              for _, v in grouped["dro_objective"]]
+    result["phi_final_low"] = [low for low, _ in bounds]
+    result["phi_final_high"] = [high for _, high in bounds]
+    reference = np.fmin(result["phi_init"].to_numpy(float), result["phi_prior"].to_numpy(float))
+    result["verdict"] = [BELOW if high < ref else NOT_BELOW if low >= ref else UNDECIDED
+                         for low, high, ref in zip(result["phi_final_low"],
+                                                   result["phi_final_high"], reference,
+                                                   strict=True)]
     return _finish(result, grouped, rows)[columns]
 
 

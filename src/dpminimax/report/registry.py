@@ -20,7 +20,7 @@ from dpminimax.report.aggregate import series_table
 from dpminimax.report.clip_sweep import plot_clip_sweep
 from dpminimax.report.collapse import collapse_table, plot_collapse
 from dpminimax.report.constraint_value import value_column, with_constraint_values
-from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy
+from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy, table3_objective
 from dpminimax.report.dual_update import plot_dual_update
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
 from dpminimax.report.low_budget import plot_low_budget
@@ -248,6 +248,7 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
         table, "gradient_mapping_norm"),
     "pilot_multipliers": pilot_table,        # DP bilevel Thm. 4.1's schedule pilot (A2, A22)
     "table3_accuracy": table3_accuracy,      # DP-DRO Table 3
+    "table3_objective": table3_objective,    # DP-DRO Table 3's runs against Phi(init), prior
     "table2_mia": table2_mia,                # DP-DRO Table 2
 }
 

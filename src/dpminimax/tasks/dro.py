@@ -55,9 +55,10 @@ def initial_model_metrics(fit: FitResult, data: PreparedDataset,
     """Per run, the trivial columns of its initial model (``model.init_state`` of its seed,
     the programs' start, :class:`~dpminimax.algorithms.dro.dro_program.DroProgram`): test
     accuracy, AUC and F1, and at the curves' rows its point of the curves (``trivial_curve``)
-    with its DRO gradient norm and objective Phi. Uses no random numbers of any run."""
+    with its DRO gradient norm and objective Phi; and the class prior's Phi on the same rows
+    (``prior_dro_objective``). Uses no random numbers of any run."""
     from dpminimax.data.inputs import split_inputs
-    from dpminimax.metrics.imbalanced import CurveRecorder, imbalanced_report
+    from dpminimax.metrics.imbalanced import CurveRecorder, imbalanced_report, prior_objective
 
     initial = fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs])
     logits = fit.model.logits(initial, split_inputs(data, "test", device)).cpu().numpy()
@@ -66,7 +67,10 @@ def initial_model_metrics(fit: FitResult, data: PreparedDataset,
                              rows=int(first["curve_rows"]), lam0=float(first["lam0"]),
                              rho=float(first["rho"]), runs=len(fit.runs))
     points = recorder.points(0, initial, {})
+    labels = torch.as_tensor(np.asarray(data.y_train)[:int(first["curve_rows"])])
+    prior = prior_objective(labels, float(first["lam0"]), float(first["rho"]))
     return [prefixed({**imbalanced_report(data.y_test, logits[r]),
                       "dro_gradient_norm": point["dro_gradient_norm"],
                       "dro_objective": point["dro_objective"], "curve": json.dumps([point])})
-            | {OUTPUT: "initial model"} for r, point in enumerate(points)]
+            | {OUTPUT: "initial model", "prior_dro_objective": prior}
+            for r, point in enumerate(points)]

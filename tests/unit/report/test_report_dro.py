@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.report.dro import panel_epsilon, table2_mia, table3_accuracy
+from dpminimax.report.dro import panel_epsilon, table2_mia, table3_accuracy, table3_objective
 from dpminimax.report.registry import TABLES, FigureRequest, get_drawer
 
 PRIVATE = ("dp_sgda_dro", "dp_double_spider", "dp_recursive_spider")
@@ -149,3 +149,31 @@ def test_table2_flags(runs):
     assert set(table.loc[table["uniform_above_class_cap"], "method"]) == {"dp_double_spider"}
     assert table.loc[table["dataset"] == "celeba-blond", "data_standin"].all()
     assert list(table["dataset"].drop_duplicates()) == ["celeba-blond", "mnist-st"]
+
+
+def test_table3_objective_decides_by_the_interval_against_init_and_prior():
+    """Three seeds per cell: an interval wholly below min(Phi(init), prior) is "below", one
+    wholly above "not below", one straddling it "inconclusive"; one seed has no interval. The
+    prior's Phi, recorded by some runs only, is filled per dataset."""
+    def cell(method, values, prior=math.nan):
+        return [{"experiment": "table3", "dataset": "mnist-st", "method": method,
+                 "epsilon": 1.0, "seed": seed, "dro_objective": value,
+                 "trivial_dro_objective": 0.70, "prior_dro_objective": prior}
+                for seed, value in enumerate(values)]
+    runs = pd.DataFrame(cell("dp_sgda_dro", [0.50, 0.52, 0.54], prior=1.19)
+                        + cell("privatediff_dro", [0.90, 1.00, 1.10])
+                        + cell("dp_double_spider", [0.60, 0.70, 0.80])
+                        + cell("dp_recursive_spider", [0.40]))
+    table = table3_objective(runs).set_index("method")
+    assert table.loc["dp_sgda_dro", "verdict"] == "below"
+    assert table.loc["privatediff_dro", "verdict"] == "not below"
+    assert table.loc["dp_double_spider", "verdict"] == "inconclusive"
+    assert table.loc["dp_recursive_spider", "verdict"] == "inconclusive"
+    assert (table["phi_prior"] == 1.19).all()
+    low, high = table.loc["dp_sgda_dro", ["phi_final_low", "phi_final_high"]]
+    half = 4.302652729911275 * 0.02 / math.sqrt(3)  # t(0.975, 2) * sd / sqrt(3)
+    assert (low, high) == (pytest.approx(0.52 - half), pytest.approx(0.52 + half))
+    # a prior below Phi(init) is the reference: 0.50-0.54 is not below a prior of 0.45
+    lower_prior = runs.assign(prior_dro_objective=0.45)
+    assert table3_objective(lower_prior).set_index("method").loc[
+        "dp_sgda_dro", "verdict"] == "not below"

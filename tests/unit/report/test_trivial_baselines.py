@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy.optimize import minimize
+from scipy.optimize import minimize, minimize_scalar
 from toydata import toy_dataset, toy_images
 
 from dpminimax.algorithms import get_method
@@ -155,6 +155,16 @@ def test_dro_trivial_columns_are_the_initial_logistic_model():
         (point,) = json.loads(row["trivial_curve"])
         assert point["dro_gradient_norm"] == pytest.approx(row["trivial_dro_gradient_norm"])
         assert row["trivial_output"] == "initial model"
+    # the class prior's Phi on the same rows, by an independent path: a bounded 1-D search
+    # over lam >= lam0 of lam log mean e^{l / lam} + lam rho with l = -log(class frequency)
+    labels = data.y_train[:rows_used]
+    losses = -np.log(np.bincount(labels)[labels] / rows_used)
+    prior = minimize_scalar(
+        lambda lam: lam * np.log(np.mean(np.exp((losses - losses.max()) / lam)))
+        + losses.max() + lam * rho, bounds=(lam0, 100.0), method="bounded",
+        options={"xatol": 1e-10})
+    assert [row["prior_dro_objective"] for row in rows] == pytest.approx(
+        [prior.fun] * len(rows), rel=1e-5)
 
 
 def test_dro_trivial_columns_are_the_programs_start_on_a_network():
