@@ -463,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--interval", choices=["bootstrap", "t"], default="bootstrap",
                          help="a method's own interval (differences and ranks: bootstrap)")
     compare.add_argument("--draws", type=STEPS, default=1000, help="bootstrap draws")
+    compare.add_argument("--tuning-budget", type=STEPS, default=None,
+                         help="configurations per method: each scored as its expected best of "
+                              "this many (default: each cell's smallest configuration count)")
     compare.set_defaults(handler=_compare)
     return parser
 
@@ -473,7 +476,8 @@ def _compare(args: argparse.Namespace) -> None:
 
     _print(compare(args.runs, args.family, args.out, metric=args.metric, delta=args.delta,
                    accountant=args.accountant, experiments=args.experiments,
-                   interval=args.interval, draws=args.draws))
+                   interval=args.interval, draws=args.draws,
+                   tuning_budget=args.tuning_budget))
 
 
 def _scorecard(args: argparse.Namespace) -> None:
