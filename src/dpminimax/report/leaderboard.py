@@ -2,8 +2,9 @@
 
 Input: one or more runs tables (``results/<paper>/runs.parquet``) and a problem *family*
 (:data:`FAMILIES`): the papers whose runs it reads, its default metric, the columns that make
-a leaderboard *cell* besides epsilon (the dataset, or a game's problem and size) and, for fair
-classification, a violation column with budgets (the budgets of :mod:`.pareto`).
+a leaderboard *cell* besides epsilon (the dataset, or a game's or a tuning problem's problem and
+sizes) and, for fair classification, a violation column with budgets (the budgets of
+:mod:`.pareto`).
 
 The protocol, enforced before anything is ranked (:func:`check_protocol`): inside a cell every
 private run has the same ``delta`` and ``accountant`` and every run the same ``split`` (the
@@ -91,6 +92,11 @@ FAMILIES = {
                                   ("dataset",), "dp_violation", DEFAULT_BUDGETS),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
     "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
+    # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega; the
+    # start x0 as trivial): the excess test loss of the exact fit at the tuned omega, per
+    # problem, n and number of hyper-parameters d_x
+    "hyperparameter_tuning": Family(("bilevel",), "excess_test_loss",
+                                    ("dataset", "p_n", "p_d_x")),
 }
 
 
@@ -561,8 +567,7 @@ def plot_utility_vs_epsilon(board: pd.DataFrame, family: Family, metric: str,
         for ax in axes[::columns]:
             ax.set_ylabel(metric)
         _figure_legend(fig, list(axes[:len(cells)]))
-        fig.suptitle("Expected best of k configurations per method (k: the cell's tuning "
-                     "budget), 95% bootstrap interval over seeds"
+        fig.suptitle("Expected best of k configurations, 95% bootstrap interval over seeds"
                      + ("" if budget is None else f"; {family.budget} ≤ {budget:g}"))
     save_figure(fig, out_paths)
     return fig

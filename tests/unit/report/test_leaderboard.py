@@ -370,3 +370,39 @@ def test_the_cli_and_the_workflow_script_write_the_tuning_budget(tmp_path, capsy
     runpy.run_path(str(ROOT / "workflow" / "scripts" / "compare.py"),
                    init_globals={"snakemake": smk})
     assert set(pd.read_csv(out / "leaderboard.csv")["tuning_budget"]) == {2}
+
+
+def test_the_hyperparameter_tuning_family_ranks_the_bilevel_tuners_against_x0():
+    """The bilevel paper's tuners on two tuning problems of one n and two d_x: the cells are
+    (dataset, n, d_x, epsilon); the start x0 is the trivial row; runs without the excess test
+    loss (another experiment's) are left out."""
+    family = lb.FAMILIES["hyperparameter_tuning"]
+    assert (family.papers, family.metric) == (("bilevel",), "excess_test_loss")
+    excess = {"dp_bilevel": [0.0020, 0.0024, 0.0022], "dp_grid": [0.0012, 0.0010, 0.0011],
+              "fixed_omega": [0.0, 0.0001, 0.0], "dp_aid": [0.0030, 0.0032, 0.0031]}
+    rows = [{"experiment": "e6_tuning", "dataset": "pc_ridge_tuning", "p_d_x": 1.0,
+             "method": method, "seed": seed, "excess_test_loss": value}
+            for method in ("dp_bilevel", "dp_grid", "fixed_omega")
+            for seed, value in enumerate(excess[method])]
+    rows += [{"experiment": "e8_multi", "dataset": "pb_group_ridge", "p_d_x": d_x,
+              "method": method, "seed": seed, "excess_test_loss": value + 0.001 * (d_x == 8)}
+             for d_x in (2.0, 8.0) for method in ("dp_bilevel", "dp_aid")
+             for seed, value in enumerate(excess[method])]
+    rows += [{"experiment": "e3_rates", "dataset": "pa_linear_response", "p_d_x": 4.0,
+              "method": "dp_bilevel", "seed": 0, "excess_test_loss": np.nan}]
+    runs = pd.DataFrame(rows).assign(
+        paper="bilevel", p_n=1000, epsilon=1.0, delta=1e-5, accountant="rdp", split="s",
+        trivial_excess_test_loss=0.0015, trivial_output="x0 = 0", data_standin=False)
+    selected, dropped = lb.select(runs, family, family.metric)
+    assert dropped["metric missing"] == 1
+    board, _ = lb.leaderboard(selected, family, family.metric, draws=400)
+    cells = board.groupby(["dataset", "p_n", "p_d_x", "epsilon"]).ngroups
+    assert cells == 3
+    ridge = board[board["dataset"] == "pc_ridge_tuning"].set_index("method")
+    assert list(ridge.sort_values("rank").index) == ["fixed_omega", "dp_grid", "trivial",
+                                                     "dp_bilevel"]
+    assert ridge.loc["dp_grid", "value"] == pytest.approx(0.0011)
+    assert ridge.loc["trivial", "value"] == pytest.approx(0.0015)
+    assert ridge.loc["dp_grid", "beats_trivial"] and not ridge.loc["dp_bilevel", "beats_trivial"]
+    multi = board[(board["dataset"] == "pb_group_ridge") & (board["p_d_x"] == 8.0)]
+    assert multi.set_index("method").loc["dp_aid", "value"] == pytest.approx(0.0041)
