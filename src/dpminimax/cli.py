@@ -16,7 +16,9 @@
     dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
     dpminimax compare RUNS.parquet [RUNS.parquet ...] --family F [--metric M] --out DIR
                       [--delta D] [--accountant A] [--experiments E ...] [--interval bootstrap|t]
-                      (leaderboards decided by intervals: DIR/leaderboard.csv, summary.md)
+                      [--tuning-budget K]
+                      (leaderboards decided by intervals, every method scored as its expected
+                      best of K configurations: DIR/leaderboard.csv, summary.md)
 """
 
 from __future__ import annotations
