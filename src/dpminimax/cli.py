@@ -16,7 +16,9 @@
     dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
     dpminimax compare RUNS.parquet [RUNS.parquet ...] --family F [--metric M] --out DIR
                       [--delta D] [--accountant A] [--experiments E ...] [--interval bootstrap|t]
-                      (leaderboards decided by intervals: DIR/leaderboard.csv, summary.md)
+                      [--tuning-budget K]
+                      (leaderboards decided by intervals, every method scored as its expected
+                      best of K configurations: DIR/leaderboard.csv, summary.md)
 """
 
 from __future__ import annotations
@@ -449,7 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("runs", nargs="+", type=Path, metavar="RUNS.parquet",
                          help="runs tables (results/<paper>/runs.parquet)")
     compare.add_argument("--family", required=True,
-                         choices=["fair_classification", "kl_dro", "games"],
+                         choices=["fair_classification", "kl_dro", "games",
+                                  "hyperparameter_tuning"],
                          help="the problem family (its papers, cells and default metric)")
     compare.add_argument("--metric", default=None,
                          help="a runs-table column (default: the family's)")
@@ -463,6 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--interval", choices=["bootstrap", "t"], default="bootstrap",
                          help="a method's own interval (differences and ranks: bootstrap)")
     compare.add_argument("--draws", type=STEPS, default=1000, help="bootstrap draws")
+    compare.add_argument("--tuning-budget", type=STEPS, default=None,
+                         help="configurations per method: each scored as its expected best of "
+                              "this many (default: each cell's smallest configuration count)")
     compare.set_defaults(handler=_compare)
     return parser
 
@@ -473,7 +479,8 @@ def _compare(args: argparse.Namespace) -> None:
 
     _print(compare(args.runs, args.family, args.out, metric=args.metric, delta=args.delta,
                    accountant=args.accountant, experiments=args.experiments,
-                   interval=args.interval, draws=args.draws))
+                   interval=args.interval, draws=args.draws,
+                   tuning_budget=args.tuning_budget))
 
 
 def _scorecard(args: argparse.Namespace) -> None:

@@ -101,6 +101,8 @@ def test_compare_on_a_declared_dataset_end_to_end(declared, capsys):
     assert printed["runs"] == 2 * (5 + 6 + 1)  # seeds x (RaCO-DP's, Tran's, DP-SGD's configs)
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board["dataset"]) == {NAME} and set(board["epsilon"]) == {1.0}
+    # the same tuning budget: DP-SGD's one configuration sets k for RaCO-DP's 5 and Tran's 6
+    assert set(board["tuning_budget"]) == {1}
     loose = board[np.isclose(board["budget"], 0.2)].set_index("method")
     assert loose.loc["trivial", "value"] == pytest.approx(
         pd.read_parquet(runs)["trivial_test_error"].mean())

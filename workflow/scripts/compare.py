@@ -17,4 +17,5 @@ with api.log_to(snakemake.log[0]):
     else:
         print(compare(snakemake.input.runs, snakemake.wildcards.family,
                       Path(snakemake.output.leaderboard).parent, draws=settings["draws"],
-                      figure_budget=settings.get("figure_budget"), figure=True, **selection))
+                      figure_budget=settings.get("figure_budget"), figure=True,
+                      tuning_budget=settings.get("tuning_budget"), **selection))

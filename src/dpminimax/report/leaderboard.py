@@ -2,8 +2,9 @@
 
 Input: one or more runs tables (``results/<paper>/runs.parquet``) and a problem *family*
 (:data:`FAMILIES`): the papers whose runs it reads, its default metric, the columns that make
-a leaderboard *cell* besides epsilon (the dataset, or a game's problem and size) and, for fair
-classification, a violation column with budgets (the budgets of :mod:`.pareto`).
+a leaderboard *cell* besides epsilon (the dataset, or a game's or a tuning problem's problem and
+sizes) and, for fair classification, a violation column with budgets (the budgets of
+:mod:`.pareto`).
 
 The protocol, enforced before anything is ranked (:func:`check_protocol`): inside a cell every
 private run has the same ``delta`` and ``accountant`` and every run the same ``split`` (the
@@ -13,24 +14,35 @@ names the column. Non-private runs (epsilon = inf) have no delta or accountant t
 Runs on stand-in data are left out (they are not the dataset).
 
 A method's *score* in a cell: the runs that are identical but for the seed form a
-*configuration* (same paper, experiment and ``p_*`` parameters); without a budget the score is
-the best configuration's mean metric, with a budget ``v`` the lowest error the method's Pareto
-front reaches within violation ``v`` (:func:`.dominance.error_at`, the error interpolated
-between front points). Both pick the configuration on the test metric itself: a method with a
-larger grid is favoured (no shared tuning budget is enforced yet). The trivial baseline (the
-runs' ``trivial_<metric>`` columns, :mod:`dpminimax.trivial`) is a row of every leaderboard.
+*configuration* (same paper, experiment and ``p_*`` parameters). Every method is scored with the
+same tuning budget of ``k`` configurations (issue 39 item 2; column ``tuning_budget``): its
+*expected best of k* configurations drawn without replacement from its own ``m``, exact from the
+order statistics of their scores (:func:`expected_best`: with the scores sorted best first,
+``sum_i score_(i) C(m - i, k - 1) / C(m, k)``; ``k = 1`` the mean over configurations, ``k = m``
+the best), so a larger grid wins nothing by selection alone. ``k`` is the smallest
+configuration count among the cell's methods (the trivial baseline excluded), or the family's
+``tuning_budget`` when one is set; then a method with fewer configurations is scored on all of
+its own (``below_tuning_budget``). With a violation budget ``v`` the score of a draw of
+configurations is the lowest error its Pareto front reaches within ``v``
+(:func:`.dominance.error_at`, the error interpolated between front points), and a draw in which
+no configuration reaches ``v`` deploys the trivial baseline instead (it reaches every budget;
+without trivial columns the score is undefined); :func:`expected_best_within` is the exact
+expectation over the draws. A method none of whose configurations reaches ``v`` does not reach
+the budget (no score). The configurations are still picked on the test metric itself (the
+runs tables hold no validation score). The trivial baseline (the runs' ``trivial_<metric>``
+columns, :mod:`dpminimax.trivial`) is a row of every leaderboard.
 
 Intervals: a percentile bootstrap over seeds (:func:`.dominance.resampled_means`: the runs of
 every configuration resampled with replacement, :data:`.claims_interval.DRAWS` draws, the whole
-score recomputed on each; the interval of :mod:`.claims_interval`, widened to hold the value),
-or with ``interval="t"`` a Student-t interval for a method whose score is one configuration's
-mean. A method with a single run in some configuration has no interval. Its *rank* is 1 + the
-number of rows with a strictly better score (on the seed means), its rank interval the 2.5 and
-97.5 percentiles of the ranks over the draws. Against every other row it *wins* when the
-bootstrap interval of the difference of their scores lies entirely on the better side of 0,
-*loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when either has no
-interval or does not reach the budget. A method not shown better than the trivial baseline
-(no win against it, for want of an interval too) is marked ``beats_trivial = False``
+score, the same expected best of k, recomputed on each; the interval of :mod:`.claims_interval`,
+widened to hold the value), or with ``interval="t"`` a Student-t interval for a method whose
+score is one configuration's mean. A method with a single run in some configuration has no
+interval. Its *rank* is 1 + the number of rows with a strictly better score (on the seed means),
+its rank interval the 2.5 and 97.5 percentiles of the ranks over the draws. Against every other
+row it *wins* when the bootstrap interval of the difference of their scores lies entirely on the
+better side of 0, *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when
+either has no interval or does not reach the budget. A method not shown better than the trivial
+baseline (no win against it, for want of an interval too) is marked ``beats_trivial = False``
 (empty for a method out of the budget's reach).
 """
 
@@ -47,7 +59,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpminimax.report.claims_interval import DRAWS, claim_seed, t_interval, widened_percentiles
-from dpminimax.report.dominance import TRIVIAL, error_at, pareto_front, resampled_means
+from dpminimax.report.dominance import TRIVIAL, resampled_means
 from dpminimax.report.figures import _draw_series, _epsilon_axis, _figure_legend, save_figure
 from dpminimax.report.pareto import DEFAULT_BUDGETS, plot_pareto
 from dpminimax.report.style import PANEL_SIZE, paper_style, series_styles
@@ -80,6 +92,11 @@ FAMILIES = {
                                   ("dataset",), "dp_violation", DEFAULT_BUDGETS),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
     "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
+    # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega; the
+    # start x0 as trivial): the excess test loss of the exact fit at the tuned omega, per
+    # problem, n and number of hyper-parameters d_x
+    "hyperparameter_tuning": Family(("bilevel",), "excess_test_loss",
+                                    ("dataset", "p_n", "p_d_x")),
 }
 
 
@@ -183,18 +200,23 @@ def configurations(rows: pd.DataFrame) -> pd.Series:
 
 
 def leaderboard(rows: pd.DataFrame, family: Family, metric: str, *, interval: str = "bootstrap",
-                draws: int = DRAWS) -> tuple[pd.DataFrame, pd.DataFrame]:
+                draws: int = DRAWS,
+                tuning_budget: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The leaderboard of every cell (and budget) of ``rows`` (after :func:`select`), one row
     per (cell, budget, method or trivial), and the pairwise outcomes, one row per ordered
-    pair. Raises ``ValueError`` when the protocol is broken (:func:`check_protocol`)."""
+    pair; every method scored with the same ``tuning_budget`` configurations (default: the
+    cell's smallest configuration count; module docstring). Raises ``ValueError`` when the
+    protocol is broken (:func:`check_protocol`)."""
     if interval not in ("bootstrap", "t"):
         raise ValueError(f"interval: 'bootstrap' or 't', got {interval!r}")
+    if tuning_budget is not None and tuning_budget < 1:
+        raise ValueError(f"tuning_budget: at least 1 configuration, got {tuning_budget}")
     check_protocol(rows, family.cell)
     boards, pairs = [], []
     for key, part in rows.groupby([*family.cell, "epsilon"], dropna=False, sort=True):
         cell = dict(zip([*family.cell, "epsilon"], key, strict=True))
         seed = claim_seed(json.dumps([metric, *map(str, key)]))
-        board, pair = _cell_board(part, family, metric, interval, draws, seed)
+        board, pair = _cell_board(part, family, metric, interval, draws, seed, tuning_budget)
         boards.append(board.assign(**cell))
         pairs.append(pair.assign(**cell))
     if not boards:
@@ -207,8 +229,9 @@ def leaderboard(rows: pd.DataFrame, family: Family, metric: str, *, interval: st
 
 
 def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, draws: int,
-                seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One cell's leaderboard and pairwise outcomes (every budget)."""
+                seed: int, tuning_budget: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One cell's leaderboard and pairwise outcomes (every budget), every method scored as
+    its expected best of the cell's ``k`` configurations."""
     sign = -1.0 if higher_is_better(metric) else 1.0
     values = [metric, *([family.budget] if family.budget else [])]
     points = part[["method", *values]].assign(config=configurations(part))
@@ -221,7 +244,14 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
     sizes = points.groupby(["method", "config"], sort=True).size().to_numpy()
     budgets = np.asarray(family.budgets if family.budget else [math.nan], float)
     methods = sorted(groups["method"].unique(), key=lambda m: (m == TRIVIAL, m))
-    scores = np.stack([_scores(means, (groups["method"] == m).to_numpy(), budgets)
+    configs = {m: int((groups["method"] == m).sum()) for m in methods}
+    k = tuning_budget or min(c for m, c in configs.items() if m != TRIVIAL)
+    # the trivial baseline (one configuration) first: a draw reaching no budget deploys it
+    fallback = (_scores(means, (groups["method"] == TRIVIAL).to_numpy(), budgets, 1,
+                        np.full((draws + 1, len(budgets)), math.nan))
+                if TRIVIAL in configs else np.full((draws + 1, len(budgets)), math.nan))
+    scores = np.stack([_scores(means, (groups["method"] == m).to_numpy(), budgets,
+                               min(k, configs[m]), fallback)
                        for m in methods])  # (methods, draws + 1, budgets)
     # bootstrap draws of a method with a single run in a configuration say nothing
     spread = np.array([sizes[(groups["method"] == m).to_numpy()].min() >= 2 for m in methods])
@@ -245,7 +275,8 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
         for i, m in enumerate(methods):
             value = scores[i, 0, b]
             low, high = _interval(part, metric, m, scores[i, :, b], interval)
-            row = {"budget": budget, "method": m, "configs": int((groups["method"] == m).sum()),
+            row = {"budget": budget, "method": m, "configs": configs[m], "tuning_budget": k,
+                   "below_tuning_budget": None if m == TRIVIAL else configs[m] < k,
                    "runs": int(sizes[(groups["method"] == m).to_numpy()].sum()),
                    "value": sign * value, "low": min(sign * low, sign * high),
                    "high": max(sign * low, sign * high), "rank": ranks[i, 0, b],
@@ -262,14 +293,81 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
     return pd.DataFrame(board), pd.DataFrame(pair)
 
 
-def _scores(means: np.ndarray, rows: np.ndarray, budgets: np.ndarray) -> np.ndarray:
-    """A method's score (a loss) on every draw (row 0: the seed means) at every budget: its
-    best configuration's mean (no budget, ``means[..., 0]`` only) or the lowest loss its
-    Pareto front reaches within each budget (``means[..., 1]``: the violation)."""
+def _scores(means: np.ndarray, rows: np.ndarray, budgets: np.ndarray, k: int,
+            fallback: np.ndarray) -> np.ndarray:
+    """A method's score (a loss) on every draw (row 0: the seed means) at every budget: the
+    expected best of ``k`` of its configurations (``rows`` of ``means``), by their mean
+    (no budget, ``means[..., 0]`` only, :func:`expected_best`) or by the lowest loss the
+    Pareto front of the ``k`` reaches within each budget (``means[..., 1]``: the violation,
+    :func:`expected_best_within`; ``fallback``: the trivial baseline's scores)."""
     if means.shape[2] == 1:
-        return np.repeat(means[:, rows, 0].min(axis=1)[:, None], len(budgets), axis=1)
-    return np.stack([error_at(pareto_front(draw[rows, 0], draw[rows, 1]), budgets)
-                     for draw in means])
+        return np.repeat(expected_best(means[:, rows, 0], k)[:, None], len(budgets), axis=1)
+    return np.stack([expected_best_within(means[:, rows, 0], means[:, rows, 1], budget, k,
+                                          fallback[:, b])
+                     for b, budget in enumerate(budgets)], axis=1)
+
+
+def expected_best(scores: np.ndarray, k: int) -> np.ndarray:
+    """The expected smallest of ``k`` of the ``m`` scores on the last axis drawn uniformly
+    without replacement: ``sum_i score_(i) C(m - i, k - 1) / C(m, k)`` with ``score_(1)`` the
+    smallest (the i-th smallest is the draw's best when it is drawn and the ``k - 1`` others
+    come from the ``m - i`` larger ones)."""
+    m = scores.shape[-1]
+    weights = np.array([math.comb(m - i, k - 1) for i in range(1, m + 1)]) / math.comb(m, k)
+    return np.sort(scores, axis=-1) @ weights
+
+
+def expected_best_within(error: np.ndarray, violation: np.ndarray, budget: float, k: int,
+                         fallback: np.ndarray | float = math.nan) -> np.ndarray:
+    """The expected :func:`.dominance.error_at` ``budget`` of the Pareto front of ``k`` of the
+    ``m`` configurations (last axis: their mean ``error`` and ``violation``) drawn uniformly
+    without replacement, exactly; a draw with no configuration within the budget scores
+    ``fallback``. NaN where no configuration reaches the budget.
+
+    A draw's front within ``budget`` is read off two of its configurations: ``a``, its lowest
+    error within the budget (ties: smaller violation, then index), and ``b``, the smallest
+    violation among its configurations of lower error than ``a`` (all beyond the budget; ties:
+    lower error, then index): the error is ``a``'s interpolated towards ``b`` at the budget, or
+    ``a``'s when there is no ``b``. ``a`` and ``b`` are those of a draw holding both and none
+    of the configurations ahead of them in these orders, so the probability of each (a, b)
+    is a ratio of binomial coefficients."""
+    m = error.shape[-1]
+    fallback = np.broadcast_to(np.asarray(fallback, float), error.shape[:-1])
+
+    def count(n: np.ndarray, j: int) -> np.ndarray:
+        """C(n, j) / C(m, k): the probability that the draw's other j configurations all come
+        from n given ones (0 for j < 0 or n < j)."""
+        table = np.array([math.comb(i, j) if j >= 0 else 0 for i in range(m + 1)], float)
+        return np.where(n >= 0, table[np.clip(n, 0, m)], 0.0) / math.comb(m, k)
+
+    within = violation <= budget
+    index = np.arange(m)
+    e_c, e_a = error[..., :, None], error[..., None, :]  # axis -2: c, axis -1: a (or b)
+    v_c, v_a = violation[..., :, None], violation[..., None, :]
+    tie_c = index[:, None] < index[None, :]
+    # c ahead of a among the configurations within the budget
+    ahead = within[..., :, None] & ((e_c < e_a) | ((e_c == e_a) & (
+        (v_c < v_a) | ((v_c == v_a) & tie_c))))
+    # c beyond the budget with a lower error than a: a candidate b
+    lower = ~within[..., :, None] & (e_c < e_a)
+    # c ahead of b among the candidates: smaller violation, then lower error, then index
+    first = (v_c < v_a) | ((v_c == v_a) & ((e_c < e_a) | ((e_c == e_a) & tie_c)))
+    n_ahead = ahead.sum(axis=-2)  # (..., a)
+    n_lower = lower.sum(axis=-2)
+    # (..., a, b): candidates of a ahead of b
+    n_first = np.swapaxes(lower, -1, -2).astype(np.int64) @ first.astype(np.int64)
+    p_alone = np.where(within, count(m - 1 - n_ahead - n_lower, k - 1), 0.0)
+    p_pair = np.where(within[..., :, None] & np.swapaxes(lower, -1, -2),
+                      count(m - 2 - n_ahead[..., :, None] - n_first, k - 2), 0.0)
+    e_b, v_b = error[..., None, :], violation[..., None, :]  # (..., a, b)
+    e_a, v_a = error[..., :, None], violation[..., :, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        towards_b = np.where(p_pair > 0, e_a + (e_b - e_a) * (budget - v_a) / (v_b - v_a), 0.0)
+    p_none = count((~within).sum(axis=-1), k)
+    found = (p_alone * np.where(within, error, 0.0)).sum(axis=-1) + (p_pair * towards_b).sum(
+        axis=(-2, -1))
+    value = found + np.where(p_none > 0, p_none * fallback, 0.0)
+    return np.where(within.any(axis=-1), value, math.nan)
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:
@@ -333,6 +431,7 @@ def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
         ranked = methods.dropna(subset=["value"]).sort_values(["rank", "method"])
         if ranked.empty:
             out.append({**dict(zip(cell, where, strict=True)), "budget": budget,
+                        "tuning_budget": rows["tuning_budget"].iloc[0],
                         "verdict": "no method reaches the budget",
                         "not_reaching_budget": ", ".join(methods["method"])})
             continue
@@ -351,7 +450,8 @@ def verdicts(board: pd.DataFrame, pairs: pd.DataFrame, family: Family,
             verdict = "tied: " + ", ".join([leader["method"], *(
                 o for o, r in zip(others, mine, strict=True) if r == "tie")])
         row = {**dict(zip(cell, where, strict=True)), "budget": budget,
-               "leader": leader["method"], "value": leader["value"], "low": leader["low"],
+               "tuning_budget": leader["tuning_budget"], "leader": leader["method"],
+               "value": leader["value"], "low": leader["low"],
                "high": leader["high"], "verdict": verdict, "next": None,
                "ahead_by": math.nan, "ahead_low": math.nan, "ahead_high": math.nan}
         if others:
@@ -375,12 +475,18 @@ def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
     lines = [f"# Leaderboard summary: {family_name}", "",
              f"Metric: `{metric}` ({better} is better)"
              + (f", the best within a `{family.budget}` budget" if family.budget else "")
-             + "; a method's best configuration, mean over seeds, 95% bootstrap interval. "
-               "A win: the difference's interval excludes 0. Trivial: `trivial_"
+             + "; mean over seeds, 95% bootstrap interval. The same tuning budget for every "
+               "method: a method's score is its expected best of k configurations drawn "
+               "without replacement from its own (k: the column `k`, the cell's smallest "
+               "configuration count, the trivial baseline excluded, unless the family sets "
+               "`tuning_budget`; a method with fewer is scored on all of its own)"
+             + (", and a draw with no configuration within the budget deploys the trivial "
+                "baseline" if family.budget else "")
+             + ". A win: the difference's interval excludes 0. Trivial: `trivial_"
              + metric + "`.", "",
              "| cell | budget | leader | value [95%] | verdict | ahead of the next by [95%] "
-             "| not shown better than trivial | not reaching the budget |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| not shown better than trivial | not reaching the budget | k |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for _, v in verdicts(board, pairs, family, metric).iterrows():
         where = ", ".join(f"{c}={_num(v[c])}" for c in cell)
         ahead = (f"{v['next']}: {_fmt(v['ahead_by'], v['ahead_low'], v['ahead_high'])}"
@@ -389,7 +495,7 @@ def summary_markdown(board: pd.DataFrame, pairs: pd.DataFrame, family_name: str,
         lines.append(f"| {where} | {'-' if pd.isna(v['budget']) else _num(v['budget'])} | "
                      f"{v['leader'] if isinstance(v['leader'], str) else '-'} | {value} | "
                      f"{v['verdict']} | {ahead} | {_text(v['not_shown_better_than_trivial'])} | "
-                     f"{_text(v['not_reaching_budget'])} |")
+                     f"{_text(v['not_reaching_budget'])} | {v['tuning_budget']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -428,10 +534,10 @@ def cell_label(cell: Sequence[str], values: Sequence) -> str:
 def plot_utility_vs_epsilon(board: pd.DataFrame, family: Family, metric: str,
                             out_paths: Sequence[str | Path], *,
                             budget: float | None = None) -> Figure:
-    """Each method's leaderboard score (its best configuration, within ``budget`` for a
-    constrained family) against epsilon with its 95% interval, one panel per cell; the trivial
-    baseline as a level; non-private methods as references (the series of
-    :mod:`.figures`)."""
+    """Each method's leaderboard score (its expected best of the cell's ``k`` configurations,
+    within ``budget`` for a constrained family) against epsilon with its 95% interval, one
+    panel per cell; the trivial baseline as a level; non-private methods as references (the
+    series of :mod:`.figures`)."""
     rows = board if budget is None else board[np.isclose(board["budget"], budget)]
     rows = rows.dropna(subset=["value"]).rename(
         columns={"value": "mean", "low": "ci_low", "high": "ci_high"})
@@ -461,7 +567,7 @@ def plot_utility_vs_epsilon(board: pd.DataFrame, family: Family, metric: str,
         for ax in axes[::columns]:
             ax.set_ylabel(metric)
         _figure_legend(fig, list(axes[:len(cells)]))
-        fig.suptitle("Best configuration per method, 95% bootstrap interval over seeds"
+        fig.suptitle("Expected best of k configurations, 95% bootstrap interval over seeds"
                      + ("" if budget is None else f"; {family.budget} ≤ {budget:g}"))
     save_figure(fig, out_paths)
     return fig
@@ -471,13 +577,14 @@ def compare(paths: Iterable[str | Path], family_name: str, out: str | Path, *,
             metric: str | None = None, delta: float | None = None,
             accountant: str | None = None, experiments: Sequence[str] | None = None,
             interval: str = "bootstrap", draws: int = DRAWS, figure_budget: float | None = None,
-            figure: bool = False) -> dict:
+            figure: bool = False, tuning_budget: int | None = None) -> dict:
     """``dpminimax compare`` and the workflow's rule ``compare``: ``out/leaderboard.csv`` and
     ``out/summary.md`` of ``family_name`` over the runs tables at ``paths`` and, with
     ``figure``, ``out/utility_vs_eps.{pdf,png}`` (:func:`plot_utility_vs_epsilon`, at
-    ``figure_budget`` for a constrained family). With no run left to compare (e.g. every run
-    on stand-in data) the files say so (``NOT RUN: ...``), so a workflow still completes.
-    Returns what it did (the CLI prints it)."""
+    ``figure_budget`` for a constrained family), every method scored with ``tuning_budget``
+    configurations (default: each cell's smallest count, :func:`leaderboard`). With no run
+    left to compare (e.g. every run on stand-in data) the files say so (``NOT RUN: ...``), so
+    a workflow still completes. Returns what it did (the CLI prints it)."""
     family = FAMILIES[family_name]
     metric = metric or family.metric
     rows, dropped = select(load_runs(paths), family, metric, delta=delta, accountant=accountant,
@@ -499,7 +606,8 @@ def compare(paths: Iterable[str | Path], family_name: str, out: str | Path, *,
         return {"family": family_name, "metric": metric, "runs": 0, "dropped": dropped,
                 "cells": 0, "methods": [], "papers": [], "clear_wins": {},
                 "written": [str(path) for path in written + figures]}
-    board, pairs = leaderboard(rows, family, metric, interval=interval, draws=draws)
+    board, pairs = leaderboard(rows, family, metric, interval=interval, draws=draws,
+                               tuning_budget=tuning_budget)
     board.to_csv(written[0], index=False)
     written[1].write_text(summary_markdown(board, pairs, family_name, metric))
     if figures:

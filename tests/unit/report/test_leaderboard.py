@@ -3,7 +3,11 @@ synthetic runs tables with known answers, and ``dpminimax compare`` end to end."
 
 from __future__ import annotations
 
+import itertools
 import json
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -12,6 +16,9 @@ from scipy import stats
 
 from dpminimax.cli import main
 from dpminimax.report import leaderboard as lb
+from dpminimax.report.dominance import error_at, pareto_front
+
+ROOT = Path(__file__).resolve().parents[3]
 
 #: Per-seed objective (lower is better) of each method; the trivial output's is 0.25.
 OBJECTIVE = {
@@ -125,13 +132,23 @@ def test_fair_classification_reads_the_pareto_front_within_each_budget():
         for (method, gamma), (error, violation) in points.items()
         for seed, noise in enumerate([-0.002, 0.0, 0.002])])
     rows, _ = lb.select(runs, family, "test_error")
-    board, _ = lb.leaderboard(rows, family, "test_error")
+    # a tuning budget of 2: "e" scored on its whole front, "f" on its one configuration
+    board, _ = lb.leaderboard(rows, family, "test_error", tuning_budget=2)
     at = board.set_index(["budget", "method"])["value"]
     assert at[0.05, "e"] == pytest.approx(0.135)  # between (0.02, 0.15) and (0.08, 0.12)
     assert at[0.05, "f"] == pytest.approx(0.14) and np.isnan(at[0.01, "e"])
     assert at[0.1, "e"] == pytest.approx(0.12) and at[0.01, "trivial"] == pytest.approx(0.25)
     assert pd.isna(board.set_index(["budget", "method"]).loc[(0.01, "e"), "beats_trivial"])
-    assert _row(board[board["budget"] == 0.05], "e")["configs"] == 2
+    e = _row(board[board["budget"] == 0.05], "e")
+    assert (e["configs"], e["tuning_budget"], e["below_tuning_budget"]) == (2, 2, False)
+    assert _row(board[board["budget"] == 0.05], "f")["below_tuning_budget"]
+    # the default budget, f's one configuration: "e" is one of its two, and the one beyond
+    # 0.05 deploys the trivial baseline instead
+    board, _ = lb.leaderboard(rows, family, "test_error")
+    at = board.set_index(["budget", "method"])["value"]
+    assert set(board["tuning_budget"]) == {1}
+    assert at[0.05, "e"] == pytest.approx((0.15 + 0.25) / 2)
+    assert at[0.1, "e"] == pytest.approx((0.15 + 0.12) / 2) and np.isnan(at[0.01, "e"])
 
 
 def _write(path, runs: pd.DataFrame) -> None:
@@ -251,3 +268,141 @@ def test_compare_says_not_run_when_every_run_is_on_stand_in_data(tmp_path):
         "stand-in data: 20).\n")
     assert pd.read_csv(tmp_path / "out" / "leaderboard.csv").empty
     assert (tmp_path / "out" / "utility_vs_eps.png").stat().st_size > 0
+
+
+# --- the same tuning budget for every method (issue 39 item 2) -------------------------------
+
+#: Configuration scores with ties, and (error, violation) points with ties in both.
+SCORES = np.array([0.3, 0.1, 0.2, 0.1, 0.5, 0.25])
+POINTS = np.array([(0.20, 0.01), (0.15, 0.04), (0.12, 0.08), (0.15, 0.03), (0.10, 0.12),
+                   (0.18, 0.00), (0.12, 0.08)])
+
+
+@pytest.mark.parametrize("k", range(1, len(SCORES) + 1))
+def test_expected_best_of_k_is_the_average_over_every_k_subset(k):
+    brute = np.mean([SCORES[list(s)].min() for s in itertools.combinations(range(6), k)])
+    assert lb.expected_best(SCORES[None], k)[0] == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("budget", [0.0, 0.02, 0.03, 0.05, 0.1, 0.2])
+@pytest.mark.parametrize("k", range(1, len(POINTS) + 1))
+def test_expected_best_within_a_budget_is_the_average_over_every_k_subset(k, budget):
+    """Each k-subset scored as today's whole grid is (its Pareto front read at the budget),
+    the trivial baseline's 0.25 where it reaches nothing."""
+    error, violation = POINTS.T
+    brute = []
+    for subset in map(list, itertools.combinations(range(len(POINTS)), k)):
+        value = float(error_at(pareto_front(error[subset], violation[subset]), budget))
+        brute.append(0.25 if np.isnan(value) else value)
+    got = lb.expected_best_within(error[None], violation[None], budget, k, 0.25)[0]
+    assert got == pytest.approx(np.mean(brute))
+
+
+def test_one_configuration_is_the_mean_and_all_of_them_the_best():
+    assert lb.expected_best(SCORES[None], 1)[0] == pytest.approx(SCORES.mean())
+    assert lb.expected_best(SCORES[None], len(SCORES))[0] == pytest.approx(SCORES.min())
+    error, violation = POINTS.T
+    for budget in (0.02, 0.05, 0.2):
+        whole = error_at(pareto_front(error, violation), budget)
+        assert lb.expected_best_within(error[None], violation[None], budget, len(POINTS),
+                                       0.25)[0] == pytest.approx(whole)
+        inside = violation <= budget
+        mean = np.where(inside, error, 0.25).mean()  # k = 1: the trivial one where beyond
+        assert lb.expected_best_within(error[None], violation[None], budget, 1,
+                                       0.25)[0] == pytest.approx(mean)
+    # no configuration within the budget: no score, whatever the fallback
+    assert np.isnan(lb.expected_best_within(error[None], violation[None] + 1.0, 0.2, 3, 0.25))
+    # no fallback (no trivial columns) and a draw that may reach nothing: no score
+    assert np.isnan(lb.expected_best_within(error[None], violation[None], 0.02, 2))
+
+
+def test_eleven_configurations_no_longer_win_by_selection_over_one_equal():
+    """"grid": 11 configurations whose scores spread around 0.2 (each tight over seeds);
+    "single": one configuration at their mean. Picking the best of 11 makes "grid" win;
+    the expected best of 1 (the cell's smallest count) ties them."""
+    noise = [-0.001, 0.0, 0.001]
+    grid = [{"method": "grid", "p_lr": lr, "dro_objective": 0.2 + shift + e, "seed": seed}
+            for lr, shift in enumerate(np.linspace(-0.02, 0.02, 11))
+            for seed, e in enumerate(noise)]
+    single = [{"method": "single", "p_lr": 0, "dro_objective": 0.2 + e, "seed": seed}
+              for seed, e in enumerate(noise)]
+    runs = pd.DataFrame(grid + single).assign(
+        paper="dpdro", experiment="table3", dataset="mnist-st", epsilon=1.0, delta=1e-5,
+        accountant="rdp", split="s1", trivial_dro_objective=TRIVIAL_OBJECTIVE)
+    board, pairs = _board(runs)
+    outcome = pairs.set_index(["method", "other"])["outcome"]
+    assert outcome["grid", "single"] == "tie"
+    assert _row(board, "grid")["value"] == pytest.approx(0.2)
+    assert (_row(board, "grid")["configs"], _row(board, "grid")["tuning_budget"]) == (11, 1)
+    # what selection alone gave: the best of 11 wins
+    board, pairs = _board(runs, tuning_budget=11)
+    assert pairs.set_index(["method", "other"])["outcome"]["grid", "single"] == "win"
+    assert _row(board, "grid")["value"] == pytest.approx(0.18)
+    assert _row(board, "single")["below_tuning_budget"]
+    assert not _row(board, "grid")["below_tuning_budget"]
+
+
+def test_the_cli_and_the_workflow_script_write_the_tuning_budget(tmp_path, capsys):
+    table = tmp_path / "results" / "dpdro" / "runs.parquet"
+    two = _runs().assign(p_lr=0.2, dro_objective=lambda t: t["dro_objective"] + 0.05)
+    _write(table, pd.concat([_runs(), two[two["method"] != "clear"]], ignore_index=True))
+    assert main(["compare", str(table), "--family", "kl_dro", "--metric", "dro_objective",
+                 "--out", str(tmp_path / "cli"), "--draws", "200"]) == 0
+    board = pd.read_csv(tmp_path / "cli" / "leaderboard.csv")
+    assert set(board["tuning_budget"]) == {1}  # "clear" has one configuration, the others 2
+    assert board.set_index("method").loc["close", "value"] == pytest.approx(0.102 + 0.025)
+    assert main(["compare", str(table), "--family", "kl_dro", "--metric", "dro_objective",
+                 "--out", str(tmp_path / "cli2"), "--draws", "200",
+                 "--tuning-budget", "2"]) == 0
+    board = pd.read_csv(tmp_path / "cli2" / "leaderboard.csv").set_index("method")
+    assert set(board["tuning_budget"]) == {2} and board.loc["clear", "below_tuning_budget"]
+    assert board.loc["close", "value"] == pytest.approx(0.102)
+    assert "| k |" in (tmp_path / "cli2" / "summary.md").read_text()
+    # the workflow's rule: its family settings (the config's compare: block) carry the budget
+    out = tmp_path / "wf"
+    smk = SimpleNamespace(
+        params=SimpleNamespace(settings={"draws": 200, "experiments": ["table3"],
+                                         "metric": "dro_objective", "tuning_budget": 2}),
+        input=SimpleNamespace(runs=[str(table)]), log=[str(tmp_path / "wf.log")],
+        output=SimpleNamespace(leaderboard=str(out / "leaderboard.csv"),
+                               pdf=str(out / "u.pdf"), png=str(out / "u.png")),
+        wildcards=SimpleNamespace(family="kl_dro"), rule="compare")
+    runpy.run_path(str(ROOT / "workflow" / "scripts" / "compare.py"),
+                   init_globals={"snakemake": smk})
+    assert set(pd.read_csv(out / "leaderboard.csv")["tuning_budget"]) == {2}
+
+
+def test_the_hyperparameter_tuning_family_ranks_the_bilevel_tuners_against_x0():
+    """The bilevel paper's tuners on two tuning problems of one n and two d_x: the cells are
+    (dataset, n, d_x, epsilon); the start x0 is the trivial row; runs without the excess test
+    loss (another experiment's) are left out."""
+    family = lb.FAMILIES["hyperparameter_tuning"]
+    assert (family.papers, family.metric) == (("bilevel",), "excess_test_loss")
+    excess = {"dp_bilevel": [0.0020, 0.0024, 0.0022], "dp_grid": [0.0012, 0.0010, 0.0011],
+              "fixed_omega": [0.0, 0.0001, 0.0], "dp_aid": [0.0030, 0.0032, 0.0031]}
+    rows = [{"experiment": "e6_tuning", "dataset": "pc_ridge_tuning", "p_d_x": 1.0,
+             "method": method, "seed": seed, "excess_test_loss": value}
+            for method in ("dp_bilevel", "dp_grid", "fixed_omega")
+            for seed, value in enumerate(excess[method])]
+    rows += [{"experiment": "e8_multi", "dataset": "pb_group_ridge", "p_d_x": d_x,
+              "method": method, "seed": seed, "excess_test_loss": value + 0.001 * (d_x == 8)}
+             for d_x in (2.0, 8.0) for method in ("dp_bilevel", "dp_aid")
+             for seed, value in enumerate(excess[method])]
+    rows += [{"experiment": "e3_rates", "dataset": "pa_linear_response", "p_d_x": 4.0,
+              "method": "dp_bilevel", "seed": 0, "excess_test_loss": np.nan}]
+    runs = pd.DataFrame(rows).assign(
+        paper="bilevel", p_n=1000, epsilon=1.0, delta=1e-5, accountant="rdp", split="s",
+        trivial_excess_test_loss=0.0015, trivial_output="x0 = 0", data_standin=False)
+    selected, dropped = lb.select(runs, family, family.metric)
+    assert dropped["metric missing"] == 1
+    board, _ = lb.leaderboard(selected, family, family.metric, draws=400)
+    cells = board.groupby(["dataset", "p_n", "p_d_x", "epsilon"]).ngroups
+    assert cells == 3
+    ridge = board[board["dataset"] == "pc_ridge_tuning"].set_index("method")
+    assert list(ridge.sort_values("rank").index) == ["fixed_omega", "dp_grid", "trivial",
+                                                     "dp_bilevel"]
+    assert ridge.loc["dp_grid", "value"] == pytest.approx(0.0011)
+    assert ridge.loc["trivial", "value"] == pytest.approx(0.0015)
+    assert ridge.loc["dp_grid", "beats_trivial"] and not ridge.loc["dp_bilevel", "beats_trivial"]
+    multi = board[(board["dataset"] == "pb_group_ridge") & (board["p_d_x"] == 8.0)]
+    assert multi.set_index("method").loc["dp_aid", "value"] == pytest.approx(0.0041)
