@@ -15,22 +15,26 @@ Runs on stand-in data are left out (they are not the dataset).
 
 A method's *score* in a cell: the runs that are identical but for the seed form a
 *configuration* (same paper, experiment and ``p_*`` parameters). Every method is scored with the
-same tuning budget of ``k`` configurations (issue 39 item 2; column ``tuning_budget``): its
-*expected best of k* configurations drawn without replacement from its own ``m``, exact from the
-order statistics of their scores (:func:`expected_best`: with the scores sorted best first,
-``sum_i score_(i) C(m - i, k - 1) / C(m, k)``; ``k = 1`` the mean over configurations, ``k = m``
-the best), so a larger grid wins nothing by selection alone. ``k`` is the smallest
-configuration count among the cell's methods (the trivial baseline excluded), or the family's
-``tuning_budget`` when one is set; then a method with fewer configurations is scored on all of
-its own (``below_tuning_budget``). With a violation budget ``v`` the score of a draw of
-configurations is the lowest error its Pareto front reaches within ``v``
-(:func:`.dominance.error_at`, the error interpolated between front points), and a draw in which
-no configuration reaches ``v`` deploys the trivial baseline instead (it reaches every budget;
-without trivial columns the score is undefined); :func:`expected_best_within` is the exact
-expectation over the draws. A method none of whose configurations reaches ``v`` does not reach
-the budget (no score). The configurations are still picked on the test metric itself (the
-runs tables hold no validation score). The trivial baseline (the runs' ``trivial_<metric>``
-columns, :mod:`dpminimax.trivial`) is a row of every leaderboard.
+same tuning budget of ``k`` *tuning configurations* (issue 39 item 2; column ``tuning_budget``):
+a tuning configuration is a configuration without the family's *knobs*, the parameters that
+choose the operating point on a constraint's trade-off (RaCO-DP's gamma, DP-FERMI's lambda),
+and without the parameters the knobs determine (:func:`tuning_units`); its knob values are
+points of one Pareto front, not separate tries. A method's score is its *expected best of k*
+tuning configurations drawn without replacement from its own ``m`` (column ``configs``):
+without a budget, each configuration's best mean, exact from their order statistics
+(:func:`expected_best`: with the scores sorted best first, ``sum_i score_(i) C(m - i, k - 1) /
+C(m, k)``; ``k = 1`` the mean over configurations, ``k = m`` the best), so a larger grid wins
+nothing by selection alone. ``k`` is the smallest count among the cell's methods (the trivial
+baseline excluded), or the family's ``tuning_budget`` when one is set; then a method with fewer
+is scored on all of its own (``below_tuning_budget``). With a violation budget ``v`` a draw of
+``k`` tuning configurations scores the lowest error the Pareto front of their points reaches
+within ``v`` (:func:`.dominance.error_at`, the error interpolated between front points), and a
+draw reaching no point within ``v`` deploys the trivial baseline instead (it reaches every
+budget; without trivial columns the score is undefined); :func:`expected_front_within`
+averages over every draw. A method none of whose points reaches ``v`` does not reach the budget
+(no score). The configurations are still picked on the test metric itself (the runs tables
+hold no validation score). The trivial baseline (the runs' ``trivial_<metric>`` columns,
+:mod:`dpminimax.trivial`) is a row of every leaderboard.
 
 Intervals: a percentile bootstrap over seeds (:func:`.dominance.resampled_means`: the runs of
 every configuration resampled with replacement, :data:`.claims_interval.DRAWS` draws, the whole
@@ -48,6 +52,7 @@ baseline (no win against it, for want of an interval too) is marked ``beats_triv
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -59,7 +64,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpminimax.report.claims_interval import DRAWS, claim_seed, t_interval, widened_percentiles
-from dpminimax.report.dominance import TRIVIAL, resampled_means
+from dpminimax.report.dominance import TRIVIAL, error_at, pareto_front, resampled_means
 from dpminimax.report.figures import _draw_series, _epsilon_axis, _figure_legend, save_figure
 from dpminimax.report.pareto import DEFAULT_BUDGETS, plot_pareto
 from dpminimax.report.style import PANEL_SIZE, paper_style, series_styles
@@ -85,11 +90,17 @@ class Family:
     cell: tuple[str, ...]
     budget: str | None = None
     budgets: tuple[float, ...] = ()
+    #: Parameters that choose a run's point on the constraint's trade-off (read off the
+    #: method's Pareto front at each budget, not tuned): they and the parameters they
+    #: determine do not make separate tuning configurations (:func:`tuning_units`).
+    knobs: tuple[str, ...] = ()
 
 
 FAMILIES = {
+    # RaCO-DP's constraint level gamma, Tran 2021a's penalty gamma, DP-FERMI's lambda
     "fair_classification": Family(("racodp", "dpfermi", "baselines"), "test_error",
-                                  ("dataset",), "dp_violation", DEFAULT_BUDGETS),
+                                  ("dataset",), "dp_violation", DEFAULT_BUDGETS,
+                                  knobs=("p_gamma", "p_lam")),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
     "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
     # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega; the
@@ -199,6 +210,24 @@ def configurations(rows: pd.DataFrame) -> pd.Series:
     return key
 
 
+def tuning_units(rows: pd.DataFrame, knobs: Sequence[str]) -> pd.Series:
+    """Each run's tuning configuration, what the tuning budget counts: its configuration
+    (:func:`configurations`) without the ``knobs`` and without the parameters the knobs
+    determine in its (paper, experiment, method) (constant at each knob value but not
+    overall: e.g. a noise multiplier recalibrated when a penalty of 0 drops a release)."""
+    present = [k for k in knobs if k in rows.columns]
+    if not present:
+        return configurations(rows)
+    units = pd.Series("", index=rows.index, dtype=object)
+    for _, group in rows.groupby(["paper", "experiment", "method"], sort=False, dropna=False):
+        by_knob = group.groupby(present, dropna=False)
+        kept = [c for c in group.columns if c.startswith("p_") and c not in present
+                and not (group[c].astype(str).nunique() > 1
+                         and (by_knob[c].agg(lambda v: v.astype(str).nunique()) == 1).all())]
+        units.loc[group.index] = configurations(group[["paper", "experiment", *kept]])
+    return units
+
+
 def leaderboard(rows: pd.DataFrame, family: Family, metric: str, *, interval: str = "bootstrap",
                 draws: int = DRAWS,
                 tuning_budget: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -234,23 +263,29 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
     its expected best of the cell's ``k`` configurations."""
     sign = -1.0 if higher_is_better(metric) else 1.0
     values = [metric, *([family.budget] if family.budget else [])]
-    points = part[["method", *values]].assign(config=configurations(part))
+    points = part[["method", *values]].assign(config=configurations(part),
+                                               unit=tuning_units(part, family.knobs))
     trivial = [trivial_column(v) for v in values]
     if all(c in part.columns for c in trivial) and part[trivial].notna().all(axis=1).any():
-        points = pd.concat([points, part[trivial].dropna().set_axis(values, axis=1)
-                            .assign(method=TRIVIAL, config=TRIVIAL)], ignore_index=True)
+        trivial_points = part[trivial].dropna().set_axis(values, axis=1)
+        points = pd.concat([points, trivial_points.assign(method=TRIVIAL, config=TRIVIAL,
+                                                          unit=TRIVIAL)], ignore_index=True)
     points[metric] = sign * points[metric]  # a loss: smaller is better
     groups, means = resampled_means(points, ["method", "config"], values, draws, seed)
     sizes = points.groupby(["method", "config"], sort=True).size().to_numpy()
     budgets = np.asarray(family.budgets if family.budget else [math.nan], float)
     methods = sorted(groups["method"].unique(), key=lambda m: (m == TRIVIAL, m))
-    configs = {m: int((groups["method"] == m).sum()) for m in methods}
+    unit_of = points.drop_duplicates(["method", "config"]).set_index(["method", "config"])[
+        "unit"]
+    units = np.asarray(unit_of.loc[list(zip(groups["method"], groups["config"],
+                                             strict=True))].to_numpy(), dtype=object)
+    configs = {m: len(set(units[(groups["method"] == m).to_numpy()])) for m in methods}
     k = tuning_budget or min(c for m, c in configs.items() if m != TRIVIAL)
     # the trivial baseline (one configuration) first: a draw reaching no budget deploys it
-    fallback = (_scores(means, (groups["method"] == TRIVIAL).to_numpy(), budgets, 1,
-                        np.full((draws + 1, len(budgets)), math.nan))
-                if TRIVIAL in configs else np.full((draws + 1, len(budgets)), math.nan))
-    scores = np.stack([_scores(means, (groups["method"] == m).to_numpy(), budgets,
+    nothing = np.full((draws + 1, len(budgets)), math.nan)
+    fallback = (_scores(means, units, (groups["method"] == TRIVIAL).to_numpy(), budgets, 1,
+                        nothing) if TRIVIAL in configs else nothing)
+    scores = np.stack([_scores(means, units, (groups["method"] == m).to_numpy(), budgets,
                                min(k, configs[m]), fallback)
                        for m in methods])  # (methods, draws + 1, budgets)
     # bootstrap draws of a method with a single run in a configuration say nothing
@@ -293,18 +328,22 @@ def _cell_board(part: pd.DataFrame, family: Family, metric: str, interval: str, 
     return pd.DataFrame(board), pd.DataFrame(pair)
 
 
-def _scores(means: np.ndarray, rows: np.ndarray, budgets: np.ndarray, k: int,
-            fallback: np.ndarray) -> np.ndarray:
+def _scores(means: np.ndarray, units: np.ndarray, rows: np.ndarray, budgets: np.ndarray,
+            k: int, fallback: np.ndarray) -> np.ndarray:
     """A method's score (a loss) on every draw (row 0: the seed means) at every budget: the
-    expected best of ``k`` of its configurations (``rows`` of ``means``), by their mean
-    (no budget, ``means[..., 0]`` only, :func:`expected_best`) or by the lowest loss the
-    Pareto front of the ``k`` reaches within each budget (``means[..., 1]``: the violation,
-    :func:`expected_best_within`; ``fallback``: the trivial baseline's scores)."""
+    expected best of ``k`` of its tuning configurations (``units`` of its configurations,
+    ``rows`` of ``means``): by their best mean (no budget, ``means[..., 0]`` only,
+    :func:`expected_best`) or by the lowest loss the Pareto front of the ``k`` reaches
+    within each budget (``means[..., 1]``: the violation, :func:`expected_front_within`;
+    ``fallback``: the trivial baseline's scores)."""
+    names = units[rows]
+    index = np.unique(names, return_inverse=True)[1]
     if means.shape[2] == 1:
-        return np.repeat(expected_best(means[:, rows, 0], k)[:, None], len(budgets), axis=1)
-    return np.stack([expected_best_within(means[:, rows, 0], means[:, rows, 1], budget, k,
-                                          fallback[:, b])
-                     for b, budget in enumerate(budgets)], axis=1)
+        best = np.stack([means[:, rows, 0][:, index == u].min(axis=1)
+                         for u in range(index.max() + 1)], axis=1)
+        return np.repeat(expected_best(best, k)[:, None], len(budgets), axis=1)
+    return expected_front_within(means[:, rows, 0], means[:, rows, 1], index, budgets, k,
+                                 fallback)
 
 
 def expected_best(scores: np.ndarray, k: int) -> np.ndarray:
@@ -317,57 +356,31 @@ def expected_best(scores: np.ndarray, k: int) -> np.ndarray:
     return np.sort(scores, axis=-1) @ weights
 
 
-def expected_best_within(error: np.ndarray, violation: np.ndarray, budget: float, k: int,
-                         fallback: np.ndarray | float = math.nan) -> np.ndarray:
-    """The expected :func:`.dominance.error_at` ``budget`` of the Pareto front of ``k`` of the
-    ``m`` configurations (last axis: their mean ``error`` and ``violation``) drawn uniformly
-    without replacement, exactly; a draw with no configuration within the budget scores
-    ``fallback``. NaN where no configuration reaches the budget.
+#: The most k-subsets of tuning configurations :func:`expected_front_within` enumerates.
+MAX_SUBSETS = 20_000
 
-    A draw's front within ``budget`` is read off two of its configurations: ``a``, its lowest
-    error within the budget (ties: smaller violation, then index), and ``b``, the smallest
-    violation among its configurations of lower error than ``a`` (all beyond the budget; ties:
-    lower error, then index): the error is ``a``'s interpolated towards ``b`` at the budget, or
-    ``a``'s when there is no ``b``. ``a`` and ``b`` are those of a draw holding both and none
-    of the configurations ahead of them in these orders, so the probability of each (a, b)
-    is a ratio of binomial coefficients."""
-    m = error.shape[-1]
-    fallback = np.broadcast_to(np.asarray(fallback, float), error.shape[:-1])
 
-    def count(n: np.ndarray, j: int) -> np.ndarray:
-        """C(n, j) / C(m, k): the probability that the draw's other j configurations all come
-        from n given ones (0 for j < 0 or n < j)."""
-        table = np.array([math.comb(i, j) if j >= 0 else 0 for i in range(m + 1)], float)
-        return np.where(n >= 0, table[np.clip(n, 0, m)], 0.0) / math.comb(m, k)
-
-    within = violation <= budget
-    index = np.arange(m)
-    e_c, e_a = error[..., :, None], error[..., None, :]  # axis -2: c, axis -1: a (or b)
-    v_c, v_a = violation[..., :, None], violation[..., None, :]
-    tie_c = index[:, None] < index[None, :]
-    # c ahead of a among the configurations within the budget
-    ahead = within[..., :, None] & ((e_c < e_a) | ((e_c == e_a) & (
-        (v_c < v_a) | ((v_c == v_a) & tie_c))))
-    # c beyond the budget with a lower error than a: a candidate b
-    lower = ~within[..., :, None] & (e_c < e_a)
-    # c ahead of b among the candidates: smaller violation, then lower error, then index
-    first = (v_c < v_a) | ((v_c == v_a) & ((e_c < e_a) | ((e_c == e_a) & tie_c)))
-    n_ahead = ahead.sum(axis=-2)  # (..., a)
-    n_lower = lower.sum(axis=-2)
-    # (..., a, b): candidates of a ahead of b
-    n_first = np.swapaxes(lower, -1, -2).astype(np.int64) @ first.astype(np.int64)
-    p_alone = np.where(within, count(m - 1 - n_ahead - n_lower, k - 1), 0.0)
-    p_pair = np.where(within[..., :, None] & np.swapaxes(lower, -1, -2),
-                      count(m - 2 - n_ahead[..., :, None] - n_first, k - 2), 0.0)
-    e_b, v_b = error[..., None, :], violation[..., None, :]  # (..., a, b)
-    e_a, v_a = error[..., :, None], violation[..., :, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        towards_b = np.where(p_pair > 0, e_a + (e_b - e_a) * (budget - v_a) / (v_b - v_a), 0.0)
-    p_none = count((~within).sum(axis=-1), k)
-    found = (p_alone * np.where(within, error, 0.0)).sum(axis=-1) + (p_pair * towards_b).sum(
-        axis=(-2, -1))
-    value = found + np.where(p_none > 0, p_none * fallback, 0.0)
-    return np.where(within.any(axis=-1), value, math.nan)
+def expected_front_within(error: np.ndarray, violation: np.ndarray, unit: np.ndarray,
+                          budgets: np.ndarray, k: int, fallback: np.ndarray) -> np.ndarray:
+    """(draws, budgets): the expected :func:`.dominance.error_at` each budget of the Pareto
+    front of ``k`` of the method's tuning configurations drawn uniformly without replacement
+    (``error``, ``violation``: (draws, points), ``unit``: each point's configuration, a
+    configuration's points its knob values), every k-subset enumerated; a subset reaching no
+    budget deploys ``fallback`` (draws, budgets). NaN where no configuration reaches it."""
+    m = int(unit.max()) + 1
+    if math.comb(m, k) > MAX_SUBSETS:
+        raise ValueError(f"tuning_budget: {math.comb(m, k)} subsets of {k} among {m} "
+                         f"configurations exceed {MAX_SUBSETS}; set a smaller tuning_budget")
+    members = [np.isin(unit, subset) for subset in itertools.combinations(range(m), k)]
+    total = np.zeros((len(error), len(budgets)))
+    for draw in range(len(error)):
+        fronts = [error_at(pareto_front(error[draw, keep], violation[draw, keep]), budgets)
+                  for keep in members]
+        total[draw] = np.mean([np.where(np.isnan(f), fallback[draw], f) for f in fronts],
+                              axis=0)
+        reached = error_at(pareto_front(error[draw], violation[draw]), budgets)
+        total[draw] = np.where(np.isnan(reached), math.nan, total[draw])
+    return total
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import runpy
 from pathlib import Path
 from types import SimpleNamespace
@@ -122,33 +123,39 @@ def test_refuses_to_mix_deltas_splits_and_accountants():
 
 
 def test_fair_classification_reads_the_pareto_front_within_each_budget():
+    """"e": two values of its knob gamma (one tuning configuration, one front); "g": the
+    same two points as two tuned learning rates (two configurations); "f": one point."""
     family = lb.FAMILIES["fair_classification"]
-    points = {("e", 0.1): (0.15, 0.02), ("e", 0.2): (0.12, 0.08), ("f", np.nan): (0.14, 0.04)}
+    points = {("e", "p_gamma", 0.1): (0.15, 0.02), ("e", "p_gamma", 0.2): (0.12, 0.08),
+              ("g", "p_lr", 0.1): (0.15, 0.02), ("g", "p_lr", 0.2): (0.12, 0.08),
+              ("f", "p_gamma", np.nan): (0.14, 0.04)}
     runs = pd.DataFrame([
         {"paper": "racodp", "experiment": "x", "dataset": "adult", "method": method,
          "epsilon": 1.0, "delta": 1e-5, "accountant": "rdp", "split": "s", "seed": seed,
-         "p_gamma": gamma, "test_error": error + noise, "dp_violation": violation,
+         parameter: value, "test_error": error + noise, "dp_violation": violation,
          "trivial_test_error": 0.25, "trivial_dp_violation": 0.0}
-        for (method, gamma), (error, violation) in points.items()
+        for (method, parameter, value), (error, violation) in points.items()
         for seed, noise in enumerate([-0.002, 0.0, 0.002])])
     rows, _ = lb.select(runs, family, "test_error")
-    # a tuning budget of 2: "e" scored on its whole front, "f" on its one configuration
+    # a tuning budget of 2: "e" and "g" scored on their whole front, "f" on its one point
     board, _ = lb.leaderboard(rows, family, "test_error", tuning_budget=2)
     at = board.set_index(["budget", "method"])["value"]
-    assert at[0.05, "e"] == pytest.approx(0.135)  # between (0.02, 0.15) and (0.08, 0.12)
-    assert at[0.05, "f"] == pytest.approx(0.14) and np.isnan(at[0.01, "e"])
-    assert at[0.1, "e"] == pytest.approx(0.12) and at[0.01, "trivial"] == pytest.approx(0.25)
+    for method in ("e", "g"):
+        assert at[0.05, method] == pytest.approx(0.135)  # between (0.02, 0.15), (0.08, 0.12)
+        assert at[0.1, method] == pytest.approx(0.12) and np.isnan(at[0.01, method])
+    assert at[0.05, "f"] == pytest.approx(0.14) and at[0.01, "trivial"] == pytest.approx(0.25)
     assert pd.isna(board.set_index(["budget", "method"]).loc[(0.01, "e"), "beats_trivial"])
-    e = _row(board[board["budget"] == 0.05], "e")
-    assert (e["configs"], e["tuning_budget"], e["below_tuning_budget"]) == (2, 2, False)
-    assert _row(board[board["budget"] == 0.05], "f")["below_tuning_budget"]
-    # the default budget, f's one configuration: "e" is one of its two, and the one beyond
-    # 0.05 deploys the trivial baseline instead
+    at_05 = board[board["budget"] == 0.05]
+    assert (_row(at_05, "g")["configs"], _row(at_05, "g")["below_tuning_budget"]) == (2, False)
+    assert (_row(at_05, "e")["configs"], _row(at_05, "e")["below_tuning_budget"]) == (1, True)
+    # the default budget, one configuration: "e" still reads its whole front; "g" draws one
+    # of its two, and the one beyond 0.05 deploys the trivial baseline instead
     board, _ = lb.leaderboard(rows, family, "test_error")
     at = board.set_index(["budget", "method"])["value"]
     assert set(board["tuning_budget"]) == {1}
-    assert at[0.05, "e"] == pytest.approx((0.15 + 0.25) / 2)
-    assert at[0.1, "e"] == pytest.approx((0.15 + 0.12) / 2) and np.isnan(at[0.01, "e"])
+    assert at[0.05, "e"] == pytest.approx(0.135)
+    assert at[0.05, "g"] == pytest.approx((0.15 + 0.25) / 2)
+    assert at[0.1, "g"] == pytest.approx((0.15 + 0.12) / 2) and np.isnan(at[0.01, "g"])
 
 
 def _write(path, runs: pd.DataFrame) -> None:
@@ -284,36 +291,73 @@ def test_expected_best_of_k_is_the_average_over_every_k_subset(k):
     assert lb.expected_best(SCORES[None], k)[0] == pytest.approx(brute)
 
 
-@pytest.mark.parametrize("budget", [0.0, 0.02, 0.03, 0.05, 0.1, 0.2])
+BUDGETS = np.array([0.0, 0.02, 0.03, 0.05, 0.1, 0.2])
+
+
+def _within(error, violation, unit, k, fallback=0.25):
+    """:func:`expected_front_within` on one draw (the seed means) at :data:`BUDGETS`."""
+    return lb.expected_front_within(error[None], violation[None], np.asarray(unit), BUDGETS,
+                                    k, np.full((1, len(BUDGETS)), fallback))[0]
+
+
 @pytest.mark.parametrize("k", range(1, len(POINTS) + 1))
-def test_expected_best_within_a_budget_is_the_average_over_every_k_subset(k, budget):
-    """Each k-subset scored as today's whole grid is (its Pareto front read at the budget),
-    the trivial baseline's 0.25 where it reaches nothing."""
+def test_expected_front_within_a_budget_is_the_average_over_every_k_subset(k):
+    """Each point its own configuration: each k-subset scored as the whole grid was (its
+    Pareto front read at the budget), the trivial baseline's 0.25 where it reaches nothing."""
     error, violation = POINTS.T
     brute = []
     for subset in map(list, itertools.combinations(range(len(POINTS)), k)):
-        value = float(error_at(pareto_front(error[subset], violation[subset]), budget))
-        brute.append(0.25 if np.isnan(value) else value)
-    got = lb.expected_best_within(error[None], violation[None], budget, k, 0.25)[0]
-    assert got == pytest.approx(np.mean(brute))
+        value = error_at(pareto_front(error[subset], violation[subset]), BUDGETS)
+        brute.append(np.where(np.isnan(value), 0.25, value))
+    got = _within(error, violation, range(len(POINTS)), k)
+    assert got == pytest.approx(np.mean(brute, axis=0))
 
 
 def test_one_configuration_is_the_mean_and_all_of_them_the_best():
     assert lb.expected_best(SCORES[None], 1)[0] == pytest.approx(SCORES.mean())
     assert lb.expected_best(SCORES[None], len(SCORES))[0] == pytest.approx(SCORES.min())
     error, violation = POINTS.T
-    for budget in (0.02, 0.05, 0.2):
-        whole = error_at(pareto_front(error, violation), budget)
-        assert lb.expected_best_within(error[None], violation[None], budget, len(POINTS),
-                                       0.25)[0] == pytest.approx(whole)
-        inside = violation <= budget
-        mean = np.where(inside, error, 0.25).mean()  # k = 1: the trivial one where beyond
-        assert lb.expected_best_within(error[None], violation[None], budget, 1,
-                                       0.25)[0] == pytest.approx(mean)
+    each = range(len(POINTS))
+    whole = error_at(pareto_front(error, violation), BUDGETS)
+    assert _within(error, violation, each, len(POINTS)) == pytest.approx(whole, nan_ok=True)
+    beyond = violation[:, None] > BUDGETS[None]  # k = 1: the trivial one where beyond
+    mean = np.where(beyond, 0.25, error[:, None]).mean(axis=0)
+    reached = ~np.isnan(whole)
+    assert _within(error, violation, each, 1)[reached] == pytest.approx(mean[reached])
     # no configuration within the budget: no score, whatever the fallback
-    assert np.isnan(lb.expected_best_within(error[None], violation[None] + 1.0, 0.2, 3, 0.25))
+    assert np.isnan(_within(error, violation + 1.0, each, 3)).all()
     # no fallback (no trivial columns) and a draw that may reach nothing: no score
-    assert np.isnan(lb.expected_best_within(error[None], violation[None], 0.02, 2))
+    assert np.isnan(_within(error, violation, each, 2, fallback=math.nan)[1])
+
+
+def test_a_knob_grid_is_one_tuning_configuration_read_off_its_front():
+    """A method with six knob values (RaCO-DP's gamma) is one tuning configuration: at k = 1
+    it scores its whole front at the budget, not the mean over its knob points. Two such
+    grids (a second, separately tuned value of another parameter) are two configurations: at
+    k = 1 the mean of their fronts' readings."""
+    error, violation = POINTS.T
+    one = np.zeros(len(POINTS), int)
+    whole = error_at(pareto_front(error, violation), BUDGETS)
+    assert _within(error, violation, one, 1) == pytest.approx(whole, nan_ok=True)
+    halves = (np.arange(len(POINTS)) >= 4).astype(int)
+    front = [error_at(pareto_front(error[halves == h], violation[halves == h]), BUDGETS)
+             for h in (0, 1)]
+    expect = np.mean([np.where(np.isnan(f), 0.25, f) for f in front], axis=0)
+    assert _within(error, violation, halves, 1)[~np.isnan(whole)] == pytest.approx(
+        expect[~np.isnan(whole)])
+
+
+def test_tuning_units_drop_the_knob_and_what_it_determines():
+    """Tran 2021a's penalty gamma 0 drops its histogram release, so its noise multipliers
+    change with gamma: one tuning configuration. A learning rate crossed with gamma is tuned:
+    two configurations. A family without knobs: every configuration counts."""
+    runs = pd.DataFrame([
+        {"paper": "dpfermi", "experiment": "e", "method": "tran2021a", "p_gamma": g,
+         "p_noise_multiplier": 3.9 if g == 0 else 4.2, "p_lr": lr, "seed": seed}
+        for g in (0.0, 1.0, 5.0) for lr in (0.1, 0.2) for seed in (0, 1)])
+    assert lb.tuning_units(runs, ("p_gamma", "p_lam")).nunique() == 2
+    assert lb.tuning_units(runs[runs["p_lr"] == 0.1], ("p_gamma",)).nunique() == 1
+    assert lb.tuning_units(runs, ()).nunique() == 6
 
 
 def test_eleven_configurations_no_longer_win_by_selection_over_one_equal():
