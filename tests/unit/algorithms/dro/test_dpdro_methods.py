@@ -231,6 +231,8 @@ def test_a_network_job_trains_and_reports_table_2_and_3_columns(name):
     for row in rows:
         assert 0 <= row["test_accuracy"] <= 1 and 0 <= row["test_auc"] <= 1
         assert 0.5 <= row["mia_auc_ceiling"] <= 1
+        assert 0.5 <= row["mia_auc_class_cap"] <= 1
+        assert math.isfinite(row["prior_dro_objective"])
         assert row["mia_members"] > 0
         curve = json.loads(row["curve"])
         assert [p["step"] for p in curve] == list(range(2, steps + 1, 2)) + (
