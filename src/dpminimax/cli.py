@@ -59,14 +59,18 @@ def _seed(text: str) -> int:
 
 
 def _method_name(text: str) -> str:
-    """An argparse type: a registered method or diagnostic; a typo gets the closest names."""
+    """An argparse type: a registered method or diagnostic; a typo gets the closest names, an old
+    twin name (:data:`~dpminimax.algorithms.RENAMED`) its new one."""
     import difflib
 
-    from dpminimax.algorithms import DIAGNOSTICS, METHODS
+    from dpminimax.algorithms import DIAGNOSTICS, METHODS, RENAMED
 
     names = sorted({*METHODS, *DIAGNOSTICS})
     if text in names:
         return text
+    if text in RENAMED:
+        raise argparse.ArgumentTypeError(
+            f"unknown method {text!r}: renamed to {RENAMED[text]!r}")
     close = difflib.get_close_matches(text, names, n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
     raise argparse.ArgumentTypeError(

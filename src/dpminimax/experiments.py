@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from dpminimax.algorithms import UnknownMethodError, get_method
+from dpminimax.algorithms import Method, UnknownMethodError, get_method
 from dpminimax.algorithms.params import ParameterError
 from dpminimax.data import get_dataset_spec, list_datasets
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
@@ -218,7 +218,7 @@ def expand_jobs(
                 continue  # a method run at some scales only (a diagnosis' control)
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
-            epsilons = _epsilons(method_spec, at_scale, method.private, m_where)
+            epsilons = _epsilons(method_spec, at_scale, method, m_where)
             if not epsilons:
                 raise ExperimentConfigError(
                     f"{where}.scales.{scale}.epsilons: selects none of method {method_name!r}'s "
@@ -334,8 +334,8 @@ def _epsilon_params(method_spec: Mapping[str, Any], where: str) -> dict[str, dic
     return out
 
 
-def _epsilons(method_spec, at_scale, private: bool, where: str) -> list[str]:
-    if not private:
+def _epsilons(method_spec, at_scale, method: Method, where: str) -> list[str]:
+    if not method.private:
         return ["inf"]
     listed = method_spec.get("epsilons")
     if not listed:
@@ -354,7 +354,8 @@ def _epsilons(method_spec, at_scale, private: bool, where: str) -> list[str]:
         if math.isinf(eps):
             raise ExperimentConfigError(
                 f"{where}.epsilons[{i}]: a private method cannot have epsilon inf; "
-                f"use the 'nonprivate' method")
+                + (f"use its non-private twin {method.twin!r}" if method.twin
+                   else "it has no non-private twin"))
         if format_epsilon(eps) in out:
             raise ExperimentConfigError(
                 f"{where}.epsilons[{i}]: duplicate of {format_epsilon(eps)!r}")

@@ -56,8 +56,8 @@ def data_dir(tmp_path_factory):
     return path
 
 
-CONFIG = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair", "method": "nonprivate",
-          "epsilon": "inf", "delta": 1e-5, "seeds": [0],
+CONFIG = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
+          "method": "dp_sgd_nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0],
           "params": {"lr": 1.0, "batch_size": 64, "epochs": 1}}
 
 

@@ -122,6 +122,8 @@ def test_every_option_and_argument_has_help_text():
      "argument --method: unknown method 'dp_sdg'; did you mean 'dp_sgd'"),
     (["account", "--method", "racdp", "--n", "100", "--epsilon", "1", "--delta", "1e-5"],
      "did you mean 'racodp'? `dpminimax methods` lists all"),
+    (["account", "--method", "sgda", "--n", "100", "--epsilon", "1", "--delta", "1e-5"],
+     "argument --method: unknown method 'sgda': renamed to 'dp_sgda_nonprivate'"),
     (["rerun", "/no/such/run_config.json"], "No such file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, says):
@@ -179,7 +181,7 @@ def test_account_method_prints_the_epsilon_of_its_plan(capsys, name):
 
 
 def test_account_method_non_private_is_infinite(capsys):
-    out = _run(capsys, "account", "--method", "nonprivate", "--n", "1000", "--delta", "1e-5")
+    out = _run(capsys, "account", "--method", "dp_sgd_nonprivate", "--n", "1000", "--delta", "1e-5")
     assert out["epsilon"] == float("inf")
     assert all(r["noise_multiplier"] == 0 for r in out["releases"])
 
@@ -216,7 +218,7 @@ def test_bad_method_plans_are_one_line(capsys, argv, says):
     assert says in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("method", ["output_perturbation", "dp_bilevel", "nonprivate"])
+@pytest.mark.parametrize("method", ["output_perturbation", "dp_bilevel", "dp_sgd_nonprivate"])
 def test_audit_refuses_methods_it_cannot_run_in_one_line(capsys, tmp_path, method):
     """Issue 40 item 6: a method on a problem it draws itself ended in an AttributeError."""
     _run(capsys, "data", "prepare", "synthetic-fair", "--out", str(tmp_path))
@@ -226,7 +228,7 @@ def test_audit_refuses_methods_it_cannot_run_in_one_line(capsys, tmp_path, metho
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert ("trains on a problem it draws itself" in err and "dp_sgd, dp_sgda_dro" in err
-            if method != "nonprivate" else "is not private" in err)
+            if method != "dp_sgd_nonprivate" else "is not private" in err)
 
 
 def test_audit_prints_the_one_run_audit(capsys, tmp_path):

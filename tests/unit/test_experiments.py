@@ -30,7 +30,7 @@ SPEC = {
             "datasets": ["synthetic-fair"],
             "methods": {
                 "dp_sgd": {"epsilons": ["0.5", 1, 3.0], "params": {"lr": [0.5, 1.0]}},
-                "nonprivate": {"params": {"lr": 1.0}},
+                "dp_sgd_nonprivate": {"params": {"lr": 1.0}},
             },
             "scales": {"smoke": {"seeds": [0, 1], "params": {"epochs": 1, "clip": 2.0}},
                        "quick": {"seeds": [0, 1, 2], "epsilons": ["1"]}},
@@ -49,7 +49,7 @@ def test_jobs_cover_datasets_methods_epsilons():
     jobs = expand_jobs(SPEC, "smoke")
     private = [j for j in jobs if j.method == "dp_sgd"]
     assert [j.epsilon for j in private] == ["0.5", "1", "3"]
-    assert {j.epsilon for j in jobs if j.method == "nonprivate"} == {"inf"}
+    assert {j.epsilon for j in jobs if j.method == "dp_sgd_nonprivate"} == {"inf"}
     assert all(j.seeds == (0, 1) for j in jobs)
     # scale-level params reach the methods that have them, and only those
     assert all(j.params["epochs"] == 1 for j in jobs)
@@ -75,11 +75,11 @@ def test_a_scales_method_params_win_for_that_method_alone():
     jobs = expand_jobs(spec, "smoke")
     assert {(j.params["epochs"], j.params["lr"]) for j in jobs if j.method == "dp_sgd"} == {
         (3, 0.25)}
-    assert {(j.params["epochs"], j.params["lr"]) for j in jobs if j.method == "nonprivate"} == {
-        (1, 1.0)}
+    assert {(j.params["epochs"], j.params["lr"]) for j in jobs
+            if j.method == "dp_sgd_nonprivate"} == {(1, 1.0)}
     for override, message in (({"sgdx": {"params": {}}}, "methods.sgdx: not a method"),
-                              ({"nonprivate": {"params": {"clip": 1.0}}},
-                               "methods.nonprivate.params.clip")):
+                              ({"dp_sgd_nonprivate": {"params": {"clip": 1.0}}},
+                               "methods.dp_sgd_nonprivate.params.clip")):
         spec["experiments"]["exp"]["scales"]["smoke"]["methods"] = override
         with pytest.raises(ExperimentConfigError, match=message):
             expand_jobs(spec, "smoke")
@@ -116,14 +116,14 @@ def test_scale_epsilon_subset():
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=[-1]),
          "epsilons[0]: epsilon must be > 0"),
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=["inf"]),
-         "nonprivate"),
+         "dp_sgd_nonprivate"),
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=[1, "1.0"]),
          "epsilons[1]: duplicate"),
         (lambda s: s.update(delta=1.5), "delta must be in (0, 1)"),
         (lambda s: s["experiments"]["exp"]["scales"]["smoke"].update(seeds=[]), "seeds"),
         (lambda s: s["experiments"]["exp"]["scales"]["smoke"]["params"].update(lrx=1),
          "params.lrx"),
-        (lambda s: s["experiments"]["exp"]["methods"]["nonprivate"]["params"].update(clip=1),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd_nonprivate"]["params"].update(clip=1),
          "'clip'"),
         (lambda s: s["experiments"]["exp"]["scales"].pop("smoke"), "no entry for scale"),
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(

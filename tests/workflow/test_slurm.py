@@ -130,7 +130,7 @@ def test_smoke_jobs_run_as_slurm_jobs_with_the_profiles_resources(workflow_copy)
     # prepare_data (the profile's set-resources) and train (per-job resources in the
     # rule) on one dataset: the private and the non-private model.
     targets = [f"results/baselines/train/dpsgd_lr/adult/{job}/metrics.parquet"
-               for job in ("dp_sgd/eps~1", "nonprivate/eps~inf")]
+               for job in ("dp_sgd/eps~1", "dp_sgd_nonprivate/eps~inf")]
     result = run_snakemake(
         workflow_copy, "--profile", PROFILE, "--configfile", "workflow/config/smoke.yaml",
         "--config", "papers=[baselines]", "--slurm-init-seconds-before-status-checks", "2",

@@ -25,11 +25,11 @@ FIGURES = ["accuracy_vs_epsilon", "dp_violation_vs_epsilon", "eo_violation_vs_ep
 def _outputs_ok(root, datasets, results="results"):
     runs = pd.read_parquet(root / results / "baselines/runs.parquet")
     assert set(runs["dataset"]) == set(datasets)
-    assert set(runs["method"]) == {"dp_sgd", "nonprivate"}
+    assert set(runs["method"]) == {"dp_sgd", "dp_sgd_nonprivate"}
     assert runs["attack_auc"].between(0, 1).all()
     private = runs[runs["method"] == "dp_sgd"]
     assert (private["epsilon_spent"] <= private["epsilon"] * (1 + 1e-9)).all()
-    assert np.isinf(runs.loc[runs["method"] == "nonprivate", "epsilon_spent"]).all()
+    assert np.isinf(runs.loc[runs["method"] == "dp_sgd_nonprivate", "epsilon_spent"]).all()
     for figure in FIGURES:
         for ext in ("pdf", "png"):
             path = root / results / f"baselines/figures/dpsgd_lr/{figure}.{ext}"
@@ -87,10 +87,10 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
     result = run_snakemake(root, "--cores", "2", "--configfile", "workflow/config/smoke.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     runs = _outputs_ok(root, ["adult", "credit-card"])
-    assert (runs.loc[runs["method"] == "nonprivate", "test_accuracy"] > 0.7).all()
+    assert (runs.loc[runs["method"] == "dp_sgd_nonprivate", "test_accuracy"] > 0.7).all()
 
     racodp = pd.read_parquet(root / "results/racodp/runs.parquet")
-    assert set(racodp["method"]) == {"racodp", "sgda_nonprivate", "dp_sgd"}
+    assert set(racodp["method"]) == {"racodp", "racodp_nonprivate", "dp_sgd"}
     private = racodp[racodp["method"] == "racodp"]
     assert (private["epsilon_spent"] <= 1.0).all()
     assert (private["epsilon_paper_accounting"] < private["epsilon_spent"]).all()
@@ -98,7 +98,7 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
         assert (root / f"results/racodp/figures/fig4_dp/tradeoff_dp.{ext}").stat().st_size > 1000
 
     fermi = pd.read_parquet(root / "results/dpfermi/runs.parquet")
-    assert {"dpfermi", "dpfermi_paper", "dpfermi_code", "fermi_nonprivate", "tran2021a",
+    assert {"dpfermi", "dpfermi_paper", "dpfermi_code", "dpfermi_nonprivate", "tran2021a",
             "tran2021b", "racodp", "dp_sgd"} <= set(fermi["method"])
     real = fermi.loc[fermi["dataset"].isin(["adult", "credit-card"])]
     assert not real["data_standin"].any()
@@ -118,7 +118,7 @@ def test_smoke_run_on_real_adult_and_credit_card(workflow_copy):
     assert set(utk["method"]) == {"dpfermi"} and utk["data_standin"].all() and len(utk) == 2
     assert (utk["epsilon_spent"] <= 100.0).all()
     celeba = pd.read_parquet(root / "results/racodp/runs.parquet").query("dataset == 'celeba'")
-    assert set(celeba["method"]) == {"racodp", "sgda_nonprivate"}
+    assert set(celeba["method"]) == {"racodp", "racodp_nonprivate"}
     assert celeba["data_standin"].all()
     for paper, experiment in (("dpfermi", "fig5_utkface_dp"), ("racodp", "fig2a_celeba")):
         figure = root / f"results/{paper}/figures/{experiment}/tradeoff_dp.png"

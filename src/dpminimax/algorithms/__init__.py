@@ -36,6 +36,16 @@ CONTROLS: dict[str, type[Method]] = {
 }
 
 
+#: Old names of non-private twins (issue #41: a twin is ``<private method>_nonprivate``), refused
+#: with the new name rather than trained under the old one.
+RENAMED: dict[str, str] = {
+    "nonprivate": "dp_sgd_nonprivate", "sgda_nonprivate": "racodp_nonprivate",
+    "sgda": "dp_sgda_nonprivate", "seg": "nseg_nonprivate",
+    "fermi_nonprivate": "dpfermi_nonprivate", "double_spider": "dp_double_spider_nonprivate",
+    "recursive_spider": "dp_recursive_spider_nonprivate",
+}
+
+
 class UnknownMethodError(ValueError):
     """A configuration named a method that does not exist."""
 
@@ -45,11 +55,14 @@ def get_method(name: str) -> Method:
     try:
         return {**METHODS, **DIAGNOSTICS, **CONTROLS}[name]()
     except KeyError:
+        if name in RENAMED:
+            raise UnknownMethodError(
+                f"unknown method {name!r}: renamed to {RENAMED[name]!r}") from None
         raise UnknownMethodError(
             f"unknown method {name!r}; known methods: {sorted(METHODS)}; diagnostics (not "
             f"private): {sorted(DIAGNOSTICS)}; noiseless controls: <private method>_noise_off"
         ) from None
 
 
-__all__ = ["CONTROLS", "DIAGNOSTICS", "FAMILIES", "METHODS", "FitResult", "Method", "RunSpec",
-           "UnknownMethodError", "expand_runs", "get_method"]
+__all__ = ["CONTROLS", "DIAGNOSTICS", "FAMILIES", "METHODS", "RENAMED", "FitResult", "Method",
+           "RunSpec", "UnknownMethodError", "expand_runs", "get_method"]

@@ -273,7 +273,14 @@ def nonprivate_twin(private: type[M], class_name: str, *, name: str, label: str,
     privacy parameters held at ``fixed`` (no noise, no clipping), so the two differ only in
     privacy; its plan's calibrations give their non-private values (:meth:`Method.calibrate`)
     and its epsilon must be inf. ``kept`` are privacy parameters the twin still exposes, with
-    their twin defaults (RaCO-DP's clip, for its clipping-bias study)."""
+    their twin defaults (RaCO-DP's clip, for its clipping-bias study).
+
+    A twin is named ``<private method>_nonprivate`` (issue #41; old names are refused with the
+    new one, :data:`~dpminimax.algorithms.RENAMED`), except where it is a paper's own
+    non-private algorithm or reference, shared by several private methods: the bilevel paper's
+    NP baselines ``np_aid`` / ``np_grid`` / ``np_pen``, BYOA's exact solutions
+    ``exact_solution`` / ``phased_exact`` / ``csc_exact`` / ``phased_minimax_exact``, DP-DRO's
+    SCDRO ``scdro`` and its ``<method>_control`` controls."""
     kept = dict(kept or {})
     parameters = {key: value for key, value in private.parameters.items()
                   if key not in fixed} | kept

@@ -209,7 +209,7 @@ def _draw_panel(ax: Axes, ours: pd.DataFrame, theirs: pd.DataFrame,
     mine = ours.loc[ours["dataset"] == dataset]
     for method, style in styles.items():
         rows = mine.loc[mine["method"] == method]
-        nonprivate = base_method(method) == "nonprivate"
+        nonprivate = base_method(method) == "dp_sgd_nonprivate"
         _draw_ours(ax, rows.loc[rows["epsilon"] == eps], style,
                    private=math.isfinite(eps), nonprivate=nonprivate)
         if math.isfinite(eps):  # the non-private reference, in every panel of its dataset

@@ -24,7 +24,7 @@ CHECKED = ("dp_sgd", "racodp", "dpfermi", "tran2021a", "tran2021b", "jagielski20
 
 
 #: RaCO-DP's step cap above the T its accountant allows at the target (102 here), so that a
-#: control planned at epsilon inf (max_steps steps, as sgda_nonprivate) would differ.
+#: control planned at epsilon inf (max_steps steps, as racodp_nonprivate) would differ.
 UNCAPPED = {"racodp": {"max_steps": 1000}}
 
 

@@ -49,5 +49,5 @@ def test_good_values_and_sweeps_pass():
     assert get_method("tran2021b").resolve({"clip_dual": 5.0})["clip_dual"] == 5.0
     assert get_method("racodp").resolve({"gamma": [0.0, 0.05]})["gamma"] == [0.0, 0.05]
     # the non-private twin that keeps a clip (RaCO-DP's, Fig. 8a) may leave it unclipped
-    assert math.isinf(get_method("sgda_nonprivate").resolve({"clip": math.inf})["clip"])
-    assert get_method("sgda_nonprivate").resolve({"clip": 2.0})["clip"] == 2.0
+    assert math.isinf(get_method("racodp_nonprivate").resolve({"clip": math.inf})["clip"])
+    assert get_method("racodp_nonprivate").resolve({"clip": 2.0})["clip"] == 2.0

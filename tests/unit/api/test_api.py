@@ -18,7 +18,7 @@ def pipeline(tmp_path_factory):
     api.prepare_dataset("synthetic-fair", data_dir, max_rows=1200)
     train_dirs = []
     for method, eps, params in [("dp_sgd", "2", {"lr": 1.0, "clip": 1.0}),
-                                ("nonprivate", "inf", {"lr": 1.0})]:
+                                ("dp_sgd_nonprivate", "inf", {"lr": 1.0})]:
         config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
                   "method": method, "epsilon": eps, "delta": 1e-5, "seeds": [0, 1],
                   "params": {**params, "batch_size": 128, "epochs": 2}}
@@ -50,8 +50,9 @@ def test_runs_table_joins_metrics_and_attacks(pipeline):
     assert len(runs) == 4
     assert runs[["test_accuracy", "attack_auc", "ceiling_auc"]].notna().all().all()
     assert (runs["attack_auc"] <= runs["ceiling_auc"] + 0.1).all()
-    assert math.isinf(runs.loc[runs["method"] == "nonprivate", "ceiling_auc"].iloc[0]) is False
-    assert (runs.loc[runs["method"] == "nonprivate", "ceiling_auc"] == 1.0).all()
+    twin = runs["method"] == "dp_sgd_nonprivate"
+    assert math.isinf(runs.loc[twin, "ceiling_auc"].iloc[0]) is False
+    assert (runs.loc[twin, "ceiling_auc"] == 1.0).all()
     assert {"p_lr", "p_noise_multiplier", "p_steps"} <= set(runs.columns)
 
 
@@ -98,7 +99,7 @@ def test_a_constant_predictor_is_flagged(pipeline, tmp_path, caplog):
     root, _, runs = pipeline
     assert not runs["degenerate_predictor"].any()
     config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
-              "method": "nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0],
+              "method": "dp_sgd_nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0],
               "params": {"lr": 0.0, "batch_size": 128, "epochs": 1}}
     with caplog.at_level("WARNING", logger="dpminimax"):
         table = api.train(config, root / "data", tmp_path / "flat")
@@ -111,7 +112,7 @@ def test_a_constant_predictor_is_flagged(pipeline, tmp_path, caplog):
 def test_a_non_finite_run_is_an_error_and_writes_nothing(pipeline, tmp_path, lr):
     root, _, _ = pipeline
     config = {"paper": "p", "experiment": "e", "dataset": "synthetic-fair",
-              "method": "nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0, 1],
+              "method": "dp_sgd_nonprivate", "epsilon": "inf", "delta": 1e-5, "seeds": [0, 1],
               "params": {"lr": lr, "batch_size": 128, "epochs": 1}}
     with pytest.raises(api.NonFiniteResultError, match=r"run seed=0;.*not finite after step"):
         api.train(config, root / "data", tmp_path / "job")

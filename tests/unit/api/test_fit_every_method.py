@@ -116,10 +116,11 @@ def test_input_of_the_other_kind_is_refused_in_one_line_naming_the_route(name, f
 
 
 def test_problem_given_by_name_is_the_one_solved():
-    result = dpminimax.fit("sgda", "g2_bilinear_game", seeds=[0])
+    result = dpminimax.fit("dp_sgda_nonprivate", "g2_bilinear_game", seeds=[0])
     assert result.metrics["p_problem"].tolist() == ["g2_bilinear_game"]
-    assert dpminimax.fit("sgda", seeds=[0]).problem == METHODS["sgda"].parameters["problem"]
+    assert (dpminimax.fit("dp_sgda_nonprivate", seeds=[0]).problem
+            == METHODS["dp_sgda_nonprivate"].parameters["problem"])
     with pytest.raises(ValueError, match="problem given twice"):
-        dpminimax.fit("sgda", "g2_bilinear_game", problem="g1_quadratic_game")
+        dpminimax.fit("dp_sgda_nonprivate", "g2_bilinear_game", problem="g1_quadratic_game")
     with pytest.raises(ValueError, match="problem"):
-        dpminimax.fit("sgda", "no_such_problem")
+        dpminimax.fit("dp_sgda_nonprivate", "no_such_problem")

@@ -87,7 +87,7 @@ def test_prediction_shapes_and_labels(frame, dp_fit):
     proba = dp_fit.predict_proba(new)
     assert proba.shape == (2, 7, 2)
     np.testing.assert_allclose(proba.sum(axis=-1), 1.0, rtol=1e-6)
-    one = dpminimax.fit("nonprivate", frame, y="income", **FAST)
+    one = dpminimax.fit("dp_sgd_nonprivate", frame, y="income", **FAST)
     assert one.predict(new).shape == (7,) and one.predict_proba(new).shape == (7, 2)
     with pytest.raises(ValueError, match="levels not seen in training"):
         dp_fit.predict(new.assign(job="pilot"))
@@ -111,11 +111,11 @@ def test_accounting_within_target_and_inf_without_privacy(frame, dp_fit):
     raco = dpminimax.fit("racodp", frame, y="income", s="group", epsilon=1.0, delta=1e-5,
                          batch_size=50, max_steps=20)
     assert raco.accounting[0].epsilon <= 1.0 + 1e-9
-    plain = dpminimax.fit("nonprivate", frame, y="income", s="group", **FAST)
+    plain = dpminimax.fit("dp_sgd_nonprivate", frame, y="income", s="group", **FAST)
     assert math.isinf(plain.accounting[0].epsilon)
     assert isinstance(plain.accounting[0].event, NonPrivateDpEvent)
     with pytest.raises(ValueError, match="not private"):
-        dpminimax.fit("nonprivate", frame, y="income", epsilon=1.0, **FAST)
+        dpminimax.fit("dp_sgd_nonprivate", frame, y="income", epsilon=1.0, **FAST)
     with pytest.raises(ValueError, match="give epsilon and delta"):
         dpminimax.fit("dp_sgd", frame, y="income", **FAST)
 
@@ -135,23 +135,24 @@ def test_same_seed_same_result(frame, dp_fit):
 def test_sensitive_attribute_only_where_needed(frame):
     with pytest.raises(ValueError, match="racodp.*pass s"):
         dpminimax.fit("racodp", frame, y="income", epsilon=1.0, delta=1e-5)
-    blind = dpminimax.fit("nonprivate", frame, y="income", **FAST)
+    blind = dpminimax.fit("dp_sgd_nonprivate", frame, y="income", **FAST)
     assert blind.metrics[["dp_violation", "eo_violation"]].isna().all().all()
     assert "group=a" in blind.data.feature_names  # not given as s: an ordinary feature
     listed = dpminimax.methods()
     assert set(listed.index) == set(METHODS)
     classifiers = listed[listed["task"] == "fair_classification"]
-    assert set(classifiers.index[~classifiers["needs_sensitive"]]) == {"dp_sgd", "nonprivate"}
+    assert set(classifiers.index[~classifiers["needs_sensitive"]]) == {"dp_sgd",
+                                                                       "dp_sgd_nonprivate"}
     with pytest.raises(TypeError, match="task 'synthetic_optimization'.*problem name"):
         dpminimax.fit("dp_sgda", frame, y="income", epsilon=1.0, delta=1e-5)
 
 
 def test_held_out_test_data(frame):
     train, test = frame.iloc[:300], frame.iloc[300:]
-    split = dpminimax.fit("nonprivate", train, y="income", s="group", test=test, **FAST)
+    split = dpminimax.fit("dp_sgd_nonprivate", train, y="income", s="group", test=test, **FAST)
     assert (split.data.meta["n_train"], split.data.meta["n_test"]) == (300, 100)
     x = split.encoder.transform(frame)
-    tupled = dpminimax.fit("nonprivate", x[:300], train["income"].to_numpy(),
+    tupled = dpminimax.fit("dp_sgd_nonprivate", x[:300], train["income"].to_numpy(),
                            train["group"].to_numpy(),
                            test=(x[300:], test["income"].to_numpy(), test["group"].to_numpy()),
                            **FAST)

@@ -48,7 +48,8 @@ def shadow_runs(name: str, shadows=(3, 5, 8)) -> list[RunSpec]:
 
 
 def test_the_methods_the_attack_needs_are_shadowable():
-    assert {"dp_sgd", "nonprivate", "racodp", "dpfermi", "fermi_nonprivate"} <= set(SHADOWABLE)
+    assert {"dp_sgd", "dp_sgd_nonprivate", "racodp", "dpfermi",
+            "dpfermi_nonprivate"} <= set(SHADOWABLE)
 
 
 @pytest.mark.parametrize("name", SHADOWABLE)
@@ -93,10 +94,10 @@ def test_an_independent_shadow_averages_by_the_planned_batch():
     data = pooled(problem(), INDEPENDENT)
     pool, params = len(data.y_train), {"batch_size": 10_000, "epochs": 5, "lr": 0.5}
     run = RunSpec(1, math.inf, DELTA, params, shadow=3)
-    shadow = get_method("nonprivate").fit(data, [run], CPU)
+    shadow = get_method("dp_sgd_nonprivate").fit(data, [run], CPU)
     rows = shadow_members(3, pool)
     assert len(rows) != pool // 2  # the scaling below is not the identity
-    alone = get_method("nonprivate").fit(
+    alone = get_method("dp_sgd_nonprivate").fit(
         members_only(data, rows), [dataclasses.replace(
             run, shadow=None, params={**params, "lr": 0.5 * len(rows) / (pool // 2)})], CPU)
     for key, value in alone.state.items():

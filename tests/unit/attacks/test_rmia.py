@@ -27,7 +27,7 @@ def test_the_score_is_the_share_of_the_pool_whose_ratio_the_row_s_beats():
 
 
 def test_rmia_sees_a_memorising_model_and_not_a_blind_one():
-    losses, members, _ = shadow_losses("nonprivate", memorisable(), PARAMS, math.inf, DELTA,
+    losses, members, _ = shadow_losses("dp_sgd_nonprivate", memorisable(), PARAMS, math.inf, DELTA,
                                        SHADOWS)
     rows = {row["attack"]: row for row in evaluate(losses, members, math.inf, DELTA)[0]}
     rmia, loss = rows["rmia"], rows["loss_threshold"]

@@ -39,7 +39,7 @@ def memorisable(n=200, d=60, seed=0):
 
 @functools.cache
 def attacked(name: str, epsilon: float, bug: str | None = None) -> dict[str, dict]:
-    params = PARAMS if name == "nonprivate" else {**PARAMS, "clip": 1.0}
+    params = PARAMS if name == "dp_sgd_nonprivate" else {**PARAMS, "clip": 1.0}
     losses, members, accounting = shadow_losses(name, memorisable(), params, epsilon, DELTA,
                                                 SHADOWS, bug=bug)
     assert losses.shape == members.shape == (SHADOWS, 200)
@@ -48,7 +48,7 @@ def attacked(name: str, epsilon: float, bug: str | None = None) -> dict[str, dic
 
 
 def test_lira_beats_the_loss_threshold_at_low_fpr_on_a_memorising_model():
-    rows = attacked("nonprivate", math.inf)
+    rows = attacked("dp_sgd_nonprivate", math.inf)
     lira, loss = rows["lira_online"], rows["loss_threshold"]
     assert lira["tpr_at_1pct"] > 0.02 > loss["tpr_at_1pct"]
     assert lira["tpr_at_1pct_low"] > loss["tpr_at_1pct"]  # bounds clustered over 16 targets
@@ -71,7 +71,7 @@ def test_each_planted_bug_puts_an_attack_above_the_ceiling(bug):
 
 def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
     settings = {"epsilons": ["1"], "shadows": 4, "delta": DELTA, "max_rows": 120,
-                "methods": {"dp_sgd": {"epochs": 2}, "nonprivate": {"epochs": 2}}}
+                "methods": {"dp_sgd": {"epochs": 2}, "dp_sgd_nonprivate": {"epochs": 2}}}
     assert lira_epsilons(settings) == ["1", "inf"]
     metrics, roc = lira_tables(settings, memorisable(), 1.0)
     assert {(row["method"], row["control"], row["attack"]) for row in metrics} == {
@@ -96,7 +96,7 @@ def test_a_paper_block_attacks_private_methods_at_epsilon_and_twins_at_inf():
         assert row["ceiling_auc"] == pytest.approx(dp_auc_ceiling(*replace_one(
             row["epsilon_spent"], DELTA)))
     metrics, _ = lira_tables(settings, memorisable(), math.inf)
-    assert {(row["method"], row["control"]) for row in metrics} == {("nonprivate", "none")}
+    assert {(row["method"], row["control"]) for row in metrics} == {("dp_sgd_nonprivate", "none")}
     assert all(row["ceiling_auc"] == 1.0 for row in metrics)
 
 

@@ -29,7 +29,7 @@ def test_grid_work_counts_runs_steps_and_batch(n_adult):
     # dpfermi_code: fig2_adult_dp only, 4 epsilons x 15 seeds x 5 lambdas
     assert work["dpfermi_code"] == 4 * 15 * 5 * steps * 1024
     assert "jagielski2019" not in work
-    assert set(work) == {"dpfermi_paper", "dpfermi", "dpfermi_code", "fermi_nonprivate",
+    assert set(work) == {"dpfermi_paper", "dpfermi", "dpfermi_code", "dpfermi_nonprivate",
                          "tran2021a", "tran2021b"}
 
 

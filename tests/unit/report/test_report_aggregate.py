@@ -28,7 +28,7 @@ def results(method="dpfermi", epsilon=1.0, accuracies=(0.8, 0.9)):
 
 def test_concat_reads_parquet_and_csv(tmp_path):
     results().to_parquet(tmp_path / "a.parquet")
-    results("nonprivate", math.inf).to_csv(tmp_path / "b.csv", index=False)
+    results("dp_sgd_nonprivate", math.inf).to_csv(tmp_path / "b.csv", index=False)
     table = concat_results([tmp_path / "a.parquet", str(tmp_path / "b.csv")])
     assert len(table) == 4 and set(IDENTITY_COLUMNS) <= set(table.columns)
     assert table["epsilon"].dtype == float and math.isinf(table["epsilon"].iloc[-1])
@@ -64,7 +64,7 @@ def test_no_files_and_unknown_format(tmp_path):
 def test_summarize_hand_table():
     table = pd.concat([
         results(accuracies=(1.0, 2.0, 3.0)),
-        results("nonprivate", math.inf, accuracies=(5.0,)),
+        results("dp_sgd_nonprivate", math.inf, accuracies=(5.0,)),
     ]).rename(columns={"test_accuracy": "score"})  # an unbounded metric: no clipping
     summary = summarize(table, ["score"]).set_index("method")
     row = summary.loc["dpfermi"]
@@ -73,7 +73,7 @@ def test_summarize_hand_table():
     t_975_2 = 4.302652729911275  # Student t quantile, 2 degrees of freedom
     assert row["ci_low"] == pytest.approx(2 - t_975_2 / np.sqrt(3))
     assert row["ci_high"] == pytest.approx(2 + t_975_2 / np.sqrt(3))
-    single = summary.loc["nonprivate"]
+    single = summary.loc["dp_sgd_nonprivate"]
     assert single["mean"] == 5.0 and single["n"] == 1
     assert np.isnan(single[["std", "sem", "ci_low", "ci_high"]].astype(float)).all()
 

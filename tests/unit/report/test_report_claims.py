@@ -110,7 +110,7 @@ def runs():
             rows.append({"experiment": experiment, "dataset": "adult", "method": "racodp",
                          "epsilon": 1.0, "seed": seed, "p_gamma": gamma, "p_clip": 1.0 + seed,
                          "test_accuracy": acc, "dp_violation": gamma / 2})
-    rows.append({"experiment": "e1", "dataset": "adult", "method": "sgda_nonprivate",
+    rows.append({"experiment": "e1", "dataset": "adult", "method": "racodp_nonprivate",
                  "epsilon": math.inf, "seed": 0, "p_gamma": 0.1, "p_clip": math.inf,
                  "test_accuracy": 0.9, "dp_violation": 0.2})
     return pd.DataFrame(rows)

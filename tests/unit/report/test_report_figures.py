@@ -28,7 +28,7 @@ def runs():
                         "attack_tpr_at_1pct_fpr": 0.01 + abs(rng.normal(0, 0.003)),
                     })
         for seed in range(3):
-            rows.append({"dataset": dataset, "method": "nonprivate", "epsilon": math.inf,
+            rows.append({"dataset": dataset, "method": "dp_sgd_nonprivate", "epsilon": math.inf,
                          "seed": seed, "test_accuracy": 0.85 + rng.normal(0, 0.005),
                          "attack_auc": 0.56, "attack_tpr_at_1pct_fpr": 0.02})
     return pd.DataFrame(rows)
@@ -74,7 +74,7 @@ def test_single_seed_and_missing_method(runs, tmp_path):
 
 
 def test_only_non_private_runs(runs, tmp_path):
-    only = runs.loc[runs["method"] == "nonprivate"]
+    only = runs.loc[runs["method"] == "dp_sgd_nonprivate"]
     plot_attack_vs_epsilon(only, delta=1e-5, out_paths=[tmp_path / "np.png"])
     assert written([tmp_path / "np.png"])
 

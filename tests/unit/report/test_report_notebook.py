@@ -27,7 +27,7 @@ SPEC = {
         "acc": {
             "description": "Accuracy and attacks of DP-SGD.",
             "datasets": ["adult", "credit-card"],
-            "methods": {"dp_sgd": {"epsilons": ["1", "3"]}, "nonprivate": {}},
+            "methods": {"dp_sgd": {"epsilons": ["1", "3"]}, "dp_sgd_nonprivate": {}},
             "figures": ["accuracy_vs_epsilon", "attack_auc_vs_epsilon"],
         },
         "cmp": {
@@ -45,7 +45,7 @@ def _runs() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
     for dataset in ("adult", "credit-card"):
-        for method, eps in (("dp_sgd", 1.0), ("dp_sgd", 3.0), ("nonprivate", math.inf)):
+        for method, eps in (("dp_sgd", 1.0), ("dp_sgd", 3.0), ("dp_sgd_nonprivate", math.inf)):
             for seed in range(2):
                 rows.append({
                     "experiment": "acc", "dataset": dataset, "method": method, "epsilon": eps,

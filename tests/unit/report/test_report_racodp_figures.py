@@ -74,7 +74,7 @@ def _fnr_table(seeds=(0, 1, 2)):
     error = 0.2 - 0.1 gamma; plus a demographic-parity run that must not be drawn."""
     offsets = _offsets(seeds)
     rows = []
-    for method, eps in (("racodp", 1.0), ("sgda_nonprivate", math.inf)):
+    for method, eps in (("racodp", 1.0), ("racodp_nonprivate", math.inf)):
         for gamma in FNR_GAMMAS:
             for seed in seeds:
                 rows.append({
@@ -121,7 +121,7 @@ def _clip_table(seeds=(0, 1, 2)):
     """Non-private SGDA, FNR target 0: train FNR = 0.7 / (1 + C) (+ offset), test = train + 0.01;
     one unclipped run (C = inf) that the sweep leaves out."""
     offsets = _offsets(seeds)
-    rows = [{"dataset": "adult", "method": "sgda_nonprivate", "epsilon": math.inf, "seed": seed,
+    rows = [{"dataset": "adult", "method": "racodp_nonprivate", "epsilon": math.inf, "seed": seed,
              "p_constraint": "false_negative_rate", "p_gamma": 0.0, "p_clip": clip,
              "train_max_constraint_violation": 0.7 / (1 + clip) + offsets[seed],
              "test_max_constraint_violation": 0.7 / (1 + clip) + 0.01 + offsets[seed]}
@@ -235,7 +235,7 @@ def _low_budget_table(seeds=(0, 1, 2)):
                              "p_steps": steps[eps] - (10 * seed if eps == 1.0 else 0),
                              "test_accuracy": 0.8 + eps / 20 - gamma / 10,
                              "dp_violation": gamma + noise})
-    rows.append({"dataset": "adult", "method": "sgda_nonprivate", "epsilon": math.inf,
+    rows.append({"dataset": "adult", "method": "racodp_nonprivate", "epsilon": math.inf,
                  "seed": 0, "p_gamma": 0.1, "p_steps": 5000, "test_accuracy": 0.85,
                  "dp_violation": 0.1})
     return pd.DataFrame(rows)
@@ -281,5 +281,5 @@ def test_fig9_draws_the_noiseless_control_apart_in_its_budgets_colour(tmp_path):
 def test_fig9_without_a_private_run_is_an_error(tmp_path):
     table = _low_budget_table()
     with pytest.raises(ValueError, match="private"):
-        get_drawer("low_budget_dp")(table[table["method"] == "sgda_nonprivate"],
+        get_drawer("low_budget_dp")(table[table["method"] == "racodp_nonprivate"],
                                     FigureRequest(out_paths=[tmp_path / "x.png"]))

@@ -7,7 +7,7 @@ from dpminimax.report.style import base_method, method_style, paper_style, serie
 
 def test_known_method_keeps_its_style_in_every_figure():
     alone = series_styles(["dpfermi"])["dpfermi"]
-    together = series_styles(["nonprivate", "dp_sgd", "dpfermi"])["dpfermi"]
+    together = series_styles(["dp_sgd_nonprivate", "dp_sgd", "dpfermi"])["dpfermi"]
     assert alone == together == method_style("dpfermi")
     assert alone.label == "DP-FERMI"
 

@@ -5,7 +5,7 @@ norm C, adds N(0, (sigma C)^2 I) and divides by the *expected* batch size qn. Th
 multiplier sigma is calibrated to the run's (epsilon, delta) for the fixed step count
 T = ceil(epochs / q). The model is logistic regression on tabular data or, with ``model`` set to
 a network architecture, that network on image data (:mod:`dpminimax.models.network`).
-``nonprivate`` is the same program with C = inf and sigma = 0, which is plain
+``dp_sgd_nonprivate`` is the same program with C = inf and sigma = 0, which is plain
 mini-batch SGD with Poisson batches, so the two differ only in privacy.
 """
 
@@ -108,6 +108,6 @@ def calibrated_sigma(q: float, steps: int, epsilon: float, delta: float,
 
 
 NonPrivateSgd = nonprivate_twin(
-    DpSgd, "NonPrivateSgd", name="nonprivate", label="Non-private SGD",
+    DpSgd, "NonPrivateSgd", name="dp_sgd_nonprivate", label="Non-private SGD",
     doc="Mini-batch SGD with Poisson batches and no clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf})

@@ -216,7 +216,7 @@ class PrivateDiffDro(DualSpiderMethod):
 
 
 NonPrivateDoubleSpider = nonprivate_twin(
-    DpDoubleSpider, "NonPrivateDoubleSpider", name="double_spider",
+    DpDoubleSpider, "NonPrivateDoubleSpider", name="dp_double_spider_nonprivate",
     label="Double-SPIDER (non-private)",
     doc="Alg. 2 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "weight_cap": math.inf})

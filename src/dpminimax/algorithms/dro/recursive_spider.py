@@ -210,7 +210,7 @@ Scdro = nonprivate_twin(
     fixed={"clip": math.inf, "weight_cap": math.inf, "estimator": "momentum"})
 Scdro.paper = "Qi et al. 2022 (paper 004's non-private SCDRO row)"
 NonPrivateRecursiveSpider = nonprivate_twin(
-    DpRecursiveSpider, "NonPrivateRecursiveSpider", name="recursive_spider",
+    DpRecursiveSpider, "NonPrivateRecursiveSpider", name="dp_recursive_spider_nonprivate",
     label="Recursive-SPIDER (non-private)",
     doc="Alg. 3 without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf, "weight_cap": math.inf})

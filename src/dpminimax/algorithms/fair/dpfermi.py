@@ -383,7 +383,7 @@ class DpFermiCode(DpFermi):
 
 
 NonPrivateFermi = nonprivate_twin(
-    DpFermi, "NonPrivateFermi", name="fermi_nonprivate", label="Non-private FERMI",
+    DpFermi, "NonPrivateFermi", name="dpfermi_nonprivate", label="Non-private FERMI",
     doc="The same descent-ascent without clipping or noise (exact P_S, Poisson batches, "
         "W0 = 0); epsilon must be inf.",
     fixed={"clip": math.inf, "clip_w": math.inf, "count_noise": 0.0, "privacy": "none",

@@ -261,7 +261,7 @@ class RacoDp(Method):
 
 
 NonPrivateSgda = nonprivate_twin(
-    RacoDp, "NonPrivateSgda", name="sgda_nonprivate", label="Non-private SGDA",
+    RacoDp, "NonPrivateSgda", name="racodp_nonprivate", label="Non-private SGDA",
     doc="The same descent-ascent without noise (the paper's non-private SGDA reference): exact "
         "histogram, sigma = 0, max_steps steps, epsilon = inf, and no clipping (clip = inf, the "
         "default). A finite clip is RaCO-DP with sigma = 0 and b = inf, the clipping-bias study "

@@ -73,5 +73,6 @@ class NsegProgram(SgdaProgram):
 
 
 Seg = nonprivate_twin(
-    Nseg, "Seg", name="seg", label="Stochastic extragradient (non-private, synthetic problems)",
+    Nseg, "Seg", name="nseg_nonprivate",
+    label="Stochastic extragradient (non-private, synthetic problems)",
     doc="NSEG without clipping or noise (epsilon = inf).", fixed={"clip": math.inf})

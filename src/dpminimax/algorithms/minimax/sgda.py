@@ -262,6 +262,6 @@ class DpSgdBassily(DpSgda):
 
 
 Sgda = nonprivate_twin(
-    DpSgda, "Sgda", name="sgda", label="SGDA (non-private, synthetic problems)",
+    DpSgda, "Sgda", name="dp_sgda_nonprivate", label="SGDA (non-private, synthetic problems)",
     doc="The same stochastic gradient descent-ascent without clipping or noise (epsilon = inf).",
     fixed={"clip": math.inf})

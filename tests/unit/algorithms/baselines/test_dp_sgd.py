@@ -39,7 +39,7 @@ def _logistic_optimum(x, y):
 def test_nonprivate_full_batch_sgd_reaches_the_logistic_optimum(data):
     runs = expand_runs([0], math.inf, 1e-5, {"lr": 2.0, "batch_size": len(data.y_train),
                                               "epochs": 600})
-    fit = get_method("nonprivate").fit(data, runs, DEVICE)
+    fit = get_method("dp_sgd_nonprivate").fit(data, runs, DEVICE)
     losses = fit.model.losses(fit.state, torch.as_tensor(data.x_train),
                               torch.as_tensor(data.y_train))
     optimum = _logistic_optimum(data.x_train, data.y_train.astype(np.float64))
@@ -63,7 +63,8 @@ def test_dp_sgd_with_a_large_budget_approaches_nonprivate_accuracy(data):
     common = {"lr": 1.0, "batch_size": 256, "epochs": 10}
     private = get_method("dp_sgd").fit(
         data, expand_runs([0], 1e4, 1e-5, {**common, "clip": 100.0}), DEVICE)
-    plain = get_method("nonprivate").fit(data, expand_runs([0], math.inf, 1e-5, common), DEVICE)
+    plain = get_method("dp_sgd_nonprivate").fit(data, expand_runs([0], math.inf, 1e-5, common),
+                                                DEVICE)
     x, y = torch.as_tensor(data.x_test), torch.as_tensor(data.y_test)
     acc_private = (private.model.predict(private.state, x) == y).float().mean()
     acc_plain = (plain.model.predict(plain.state, x) == y).float().mean()
@@ -83,7 +84,8 @@ def test_batched_runs_are_bit_identical_to_runs_trained_alone(data):
 
 def test_nonprivate_refuses_a_finite_epsilon(data):
     with pytest.raises(ValueError, match="inf"):
-        get_method("nonprivate").fit(data, expand_runs([0], 1.0, 1e-5, {"epochs": 1}), DEVICE)
+        get_method("dp_sgd_nonprivate").fit(data, expand_runs([0], 1.0, 1e-5, {"epochs": 1}),
+                                            DEVICE)
 
 
 def test_batch_size_must_be_shared_within_a_job(data):

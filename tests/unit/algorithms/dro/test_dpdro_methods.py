@@ -57,7 +57,7 @@ def _fit(name, data, epsilon=math.inf, seeds=(0,), **params):
 
 
 @pytest.mark.parametrize("name, params", [
-    ("recursive_spider", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0,
+    ("dp_recursive_spider_nonprivate", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0,
                           "period": 5, "epochs": 700}),
     ("scdro", {"lr": 0.2, "lr_lam": 0.05, "beta": 1.0, "lam_init": 1.0, "epochs": 700}),
 ])
@@ -76,7 +76,7 @@ def test_noiseless_compositional_methods_reach_the_kl_dro_optimum(problem, name,
 def test_noiseless_double_spider_reaches_the_penalised_optimum(problem):
     """Eq. (3) at lam = lam*: min over (x, eta) has the same x* as Eq. (5) (envelope)."""
     data, best = problem
-    _, fit = _fit("double_spider", data, lr=0.2, lr_dual=0.05, lam=float(best[-1]),
+    _, fit = _fit("dp_double_spider_nonprivate", data, lr=0.2, lr_dual=0.05, lam=float(best[-1]),
                   period=5, epochs=700)
     np.testing.assert_allclose(_weights(fit), best[:-1], atol=2e-4)
 
@@ -306,8 +306,8 @@ def test_figures_label_each_method_as_its_class_does():
     from dpminimax.report.style import method_style
 
     for name in ("dp_sgda_dro", "privatediff_dro", "dp_double_spider", "dp_recursive_spider",
-                 "scdro", "double_spider", "recursive_spider", "dp_sgda_dro_control",
-                 "privatediff_dro_control", "dp_double_spider_control",
+                 "scdro", "dp_double_spider_nonprivate", "dp_recursive_spider_nonprivate",
+                 "dp_sgda_dro_control", "privatediff_dro_control", "dp_double_spider_control",
                  "dp_recursive_spider_control"):
         assert method_style(name).label == METHODS[name].label
 

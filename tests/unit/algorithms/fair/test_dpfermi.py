@@ -356,7 +356,7 @@ def test_code_faithful_needs_sensitive_attribute_privacy_and_modes_check_epsilon
     runs = expand_runs([0], 1.0, 1e-5, {"code_faithful": True, "epochs": 1})
     with pytest.raises(ValueError, match="not example-level DP"):
         DpFermi().fit(data, runs, DEVICE)
-    with pytest.raises(ValueError, match="fermi_nonprivate"):
+    with pytest.raises(ValueError, match="dpfermi_nonprivate"):
         DpFermi().fit(data, expand_runs([0], math.inf, 1e-5, {"epochs": 1}), DEVICE)
     with pytest.raises(ValueError, match="must be 'inf'"):
         NonPrivateFermi().fit(data, expand_runs([0], 1.0, 1e-5, {"epochs": 1}), DEVICE)

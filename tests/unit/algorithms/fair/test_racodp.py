@@ -37,7 +37,7 @@ def data():
 def _params(**overrides):
     """Resolved without clipping or noise: the non-private twin's parameters (a private method
     refuses clip = inf)."""
-    return get_method("sgda_nonprivate").resolve(overrides)
+    return get_method("racodp_nonprivate").resolve(overrides)
 
 
 def test_primal_step_is_the_gradient_of_the_minibatch_lagrangian(data):
@@ -133,7 +133,7 @@ def test_nonprivate_sgda_meets_a_feasible_demographic_parity_constraint():
     data = _disparate_problem()
     common = {"batch_size": 500, "max_steps": 4000, "lr": 0.02, "lr_dual": 0.02,
               "temperature": 3.0, "constraint": "demographic_parity", "gamma": 0.05}
-    method = get_method("sgda_nonprivate")
+    method = get_method("racodp_nonprivate")
     constrained = method.fit(data, expand_runs([0], math.inf, 1e-5, common), DEVICE)
     free = method.fit(data, expand_runs([0], math.inf, 1e-5, {**common, "lr_dual": 0.0}), DEVICE)
     x = torch.as_tensor(data.x_train)

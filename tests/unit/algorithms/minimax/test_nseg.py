@@ -31,8 +31,8 @@ def test_nonprivate_full_batch_extragradient_reaches_the_empirical_saddle(proble
     is off by sum_t ||z_t - z*|| / T = C / T; C is ~9 on G1 and ~60-75 on G2 (slow: its
     bilinear coupling is ill-conditioned; measured for T = 1000..4000, constant in T), so at
     T = 4000 the tolerances are 2x and 2.5x C / T (per block)."""
-    method, fit = _fit("seg", math.inf, problem=problem, n=100, batch_size=100, epochs=8000,
-                       lr=0.3)
+    method, fit = _fit("nseg_nonprivate", math.inf, problem=problem, n=100, batch_size=100,
+                       epochs=8000, lr=0.3)
     assert fit.resolved_params[0]["steps"] == 4000
     for r, run in enumerate(fit.runs):
         params = fit.resolved_params[r]
@@ -87,7 +87,7 @@ def test_counters_are_the_realised_sizes_of_two_batches_per_iteration(monkeypatc
         assert counters["gradient_evaluations"] == sum(sizes[r] for sizes in drawn)
         assert counters["gradient_evaluations_per_sample"] == pytest.approx(
             counters["gradient_evaluations"] / 200)
-    _, full = _fit("seg", math.inf, seeds=(0,), problem="g2_bilinear_game", n=50,
+    _, full = _fit("nseg_nonprivate", math.inf, seeds=(0,), problem="g2_bilinear_game", n=50,
                    batch_size=50, epochs=6)
     assert full.counters[0]["gradient_evaluations"] == 2 * 3 * 50
 
@@ -119,7 +119,7 @@ def test_the_noise_reaching_the_iterate_is_the_planned_noise_on_the_sum():
     params = {"problem": "g2_bilinear_game", "n": 40, "batch_size": 40, "epochs": 2, "lr": 1e-3}
     seeds = tuple(range(300))
     method, private = _fit("nseg", 1.0, seeds, **params)
-    _, twin = _fit("seg", math.inf, seeds, **params)
+    _, twin = _fit("nseg_nonprivate", math.inf, seeds, **params)
     assert private.resolved_params[0]["steps"] == 1
     plan = method.plan(private.runs[0], 40)
     release = plan.release("gradient_x")

@@ -26,8 +26,8 @@ def _fit(name, epsilon, seeds=(0, 1), **params):
 def test_nonprivate_full_batch_sgda_reaches_the_empirical_solution(problem):
     """Full batches (q = 1), no noise: the averaged iterate of gradient descent-ascent on a
     strongly convex(-concave) empirical objective converges to its exact solution."""
-    method, fit = _fit("sgda", math.inf, problem=problem, n=200, batch_size=200, epochs=3000,
-                       lr=0.2)
+    method, fit = _fit("dp_sgda_nonprivate", math.inf, problem=problem, n=200, batch_size=200,
+                       epochs=3000, lr=0.2)
     for r, run in enumerate(fit.runs):
         params = fit.resolved_params[r]
         exact = method.problem(params).empirical_solution(
@@ -37,8 +37,8 @@ def test_nonprivate_full_batch_sgda_reaches_the_empirical_solution(problem):
 
 
 def test_the_task_reports_exact_gaps_and_distances():
-    method, fit = _fit("sgda", math.inf, problem="g1_quadratic_game", n=200, batch_size=200,
-                       epochs=3000, lr=0.2)
+    method, fit = _fit("dp_sgda_nonprivate", math.inf, problem="g1_quadratic_game", n=200,
+                       batch_size=200, epochs=3000, lr=0.2)
     rows = method.task.evaluate(fit, None, CPU)
     errors = {"population_strong_gap", "empirical_strong_gap", "distance_x", "distance_y"}
     for row in rows:  # each error beside its trivial baseline's, (x, y) = (0, 0)'s
@@ -46,7 +46,8 @@ def test_the_task_reports_exact_gaps_and_distances():
             "trivial_output", "gradient_evaluations", "gradient_evaluations_per_sample"}
         assert 0.0 <= row["empirical_strong_gap"] < 1e-4   # at the empirical saddle
         assert row["population_strong_gap"] > row["empirical_strong_gap"]  # sampling error
-    _, minimization = _fit("sgda", math.inf, problem="p1_least_squares", n=200, epochs=2)
+    _, minimization = _fit("dp_sgda_nonprivate", math.inf, problem="p1_least_squares", n=200,
+                           epochs=2)
     rows = method.task.evaluate(minimization, None, CPU)
     errors = {"excess_population_risk", "excess_empirical_risk", "distance_x"}
     assert errors | {f"trivial_{e}" for e in errors} | {
@@ -87,8 +88,8 @@ def test_each_seed_draws_its_own_sample_and_the_instance_is_shared():
 
 def test_counters_are_the_realised_batch_sizes():
     """One gradient evaluation per example of every step's batch; full batches give n T."""
-    _, fit = _fit("sgda", math.inf, (0,), problem="g1_quadratic_game", n=50, batch_size=50,
-                  epochs=3)
+    _, fit = _fit("dp_sgda_nonprivate", math.inf, (0,), problem="g1_quadratic_game", n=50,
+                  batch_size=50, epochs=3)
     assert fit.counters == [{"gradient_evaluations": 150, "gradient_evaluations_per_sample": 3}]
     _, fit = _fit("dp_sgda", 1.0, (0, 1), problem="g1_quadratic_game", n=400, epochs=2)
     steps, q = fit.resolved_params[0]["steps"], fit.resolved_params[0]["sampling_rate"]
