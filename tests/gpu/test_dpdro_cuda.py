@@ -12,7 +12,7 @@ import torch
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.dro.kl_dro import loss_residuals
+from dpminimax.metrics.kl_dro import loss_residuals
 from dpminimax.models.network import BatchedNetwork
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))

@@ -12,7 +12,7 @@ loss-threshold baseline (Yeom et al. 2018: the target's own loss). Members and
 non-members come from the same pool, so they have the same label mix by construction.
 
 The ceilings any attack must stay under are those of the neighbouring relation between an IN
-and an OUT model (:data:`RELATIONS`, :func:`~dpminimax.attacks.dp_ceiling.relation_privacy`):
+and an OUT model (:data:`RELATIONS`, :func:`~dpminimax.metrics.dp_ceiling.relation_privacy`):
 adding a row (independent membership, the default) keeps the accounted (epsilon, delta);
 replacing one (fixed-size sets) gives (2 epsilon, (1 + e^epsilon) delta).
 """
@@ -30,7 +30,6 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.bugs import planted
 from dpminimax.attacks.canaries import appended, canary_rows
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
 from dpminimax.attacks.rmia import rmia_scores
 from dpminimax.data import PreparedDataset
@@ -42,6 +41,7 @@ from dpminimax.kernels.membership import (
     shadow_membership,
 )
 from dpminimax.metrics.classification import roc_curve
+from dpminimax.metrics.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 
 #: The attacks each evaluation reports, strongest first.
 ATTACKS = ("lira_online", "lira_offline", "rmia", "loss_threshold")
@@ -150,7 +150,7 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
     models on the pool (``membership``: how they draw their members, independent by default);
     ``(metric rows, ROC rows)`` tagged with the method and epsilon. The ceilings and the
     epsilon lower bound are for the relation between IN and OUT models (:data:`RELATIONS`;
-    :func:`~dpminimax.attacks.dp_ceiling.relation_privacy` of the epsilon spent:
+    :func:`~dpminimax.metrics.dp_ceiling.relation_privacy` of the epsilon spent:
     ``epsilon_ceiling``, ``delta_ceiling``, ``relation``); an accountant certifying another
     relation than add/remove is refused. At the block's smallest private epsilon each private
     method also trains its :data:`CONTROL` (method ``"<name> [noise off]"``, ``control``

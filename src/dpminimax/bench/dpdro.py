@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from opacus import GradSampleModule
 from torch import nn
 
-from dpminimax.algorithms.dro.kl_dro import loss_residuals
 from dpminimax.bench.common import Step, interleaved_medians, opacus_private
 from dpminimax.device import default_device
 from dpminimax.kernels.clip import clip_and_accumulate
+from dpminimax.metrics.kl_dro import loss_residuals
 from dpminimax.models.network import BatchedNetwork
 from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator

@@ -14,7 +14,7 @@ two ways (the pool's ``meta["shadow_membership"]``, :data:`INDEPENDENT` by defau
   in a batch with probability q, exactly the Poisson(q) sampling of the member set.
 - :data:`FIXED_SIZE`: exactly ``pool // 2`` rows (a random permutation's first half). IN and
   OUT models then differ by a *replaced* row (the ceilings of
-  :func:`~dpminimax.attacks.dp_ceiling.replace_one`). The sampler draws positions
+  :func:`~dpminimax.metrics.dp_ceiling.replace_one`). The sampler draws positions
   ``0..pool//2 - 1`` and maps them through the run's row table.
 
 Either way the runs' plans are made on ``pool // 2`` rows (:func:`member_count`), a number that

@@ -18,15 +18,15 @@ import numpy as np
 import torch
 from scipy.special import log_softmax
 
-from dpminimax.algorithms.dro.kl_dro import (
+from dpminimax.data.inputs import split_inputs
+from dpminimax.metrics.classification import roc_auc
+from dpminimax.metrics.kl_dro import (
     best_lambda,
     dro_weights,
     example_losses,
     loss_residuals,
     psi,
 )
-from dpminimax.data.inputs import split_inputs
-from dpminimax.metrics.classification import roc_auc
 
 #: Examples per per-example-gradient chunk of the gradient norm (bounds memory).
 GRAD_CHUNK = 128

@@ -26,8 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from dpminimax.atomic import atomic_path
-from dpminimax.attacks.dp_ceiling import dp_advantage_ceiling, dp_auc_ceiling, dp_tpr_ceiling
 from dpminimax.data.standin import STANDIN_NOTE
+from dpminimax.metrics.dp_ceiling import dp_advantage_ceiling, dp_auc_ceiling, dp_tpr_ceiling
 from dpminimax.report.aggregate import ResultsTableError, epsilon_label, summarize
 from dpminimax.report.style import (
     BAND_ALPHA,
@@ -99,7 +99,7 @@ def plot_attack_vs_epsilon(
 ) -> Figure:
     """An attack metric against epsilon, under the ceiling (epsilon, delta)-DP puts on any attack.
 
-    The ceiling (Kairouz et al. 2015; :mod:`dpminimax.attacks.dp_ceiling`) is drawn over a dense
+    The ceiling (Kairouz et al. 2015; :mod:`dpminimax.metrics.dp_ceiling`) is drawn over a dense
     epsilon range, with the chance level of the metric (AUC 0.5, TPR = the FPR, advantage 0).
     """
     if metric not in ATTACK_METRICS:

@@ -5,7 +5,7 @@ The figure follows Carlini et al. (2022): a log-log ROC per privacy target, then
 0.1% FPR against the epsilon each method spent. Non-private methods sit at an
 "∞" position right of the largest finite epsilon. The ceilings are those of the relation between
 the shadows' IN and OUT models (column ``relation``,
-:func:`~dpminimax.attacks.dp_ceiling.relation_privacy`): the epsilon spent where rows join the
+:func:`~dpminimax.metrics.dp_ceiling.relation_privacy`): the epsilon spent where rows join the
 member sets independently (one row added), (2 eps, (1 + e^eps) delta) for fixed-size member sets
 (a row replaced). The table flags every attack whose confidence interval clears that ceiling, or
 whose empirical epsilon lower bound exceeds its epsilon, on the data rows and (``targets``
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
+from dpminimax.metrics.dp_ceiling import dp_auc_ceiling, dp_tpr_ceiling, relation_privacy
 from dpminimax.report.figures import save_figure
 from dpminimax.report.style import (
     CEILING_COLOUR,

@@ -1,6 +1,6 @@
 """Imbalanced classification under KL-DRO (paper 004): test accuracy, AUC and F1 (Table 3,
 Figs. 2-3), the DRO gradient norm and the curves over training (Fig. 1), and the two-way
-membership attack of Table 2 (:mod:`dpminimax.attacks.confounded_mia`)."""
+membership attack of Table 2 (:mod:`dpminimax.metrics.confounded_mia`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from dpminimax.data.inputs import split_inputs
+from dpminimax.metrics.confounded_mia import confounded_mia
+from dpminimax.metrics.dp_ceiling import dp_auc_ceiling
+from dpminimax.metrics.imbalanced import CurveRecorder, imbalanced_report, prior_objective
 from dpminimax.tasks.base import Task
 from dpminimax.trivial import OUTPUT, prefixed
 
@@ -28,13 +32,6 @@ class DroClassification(Task):
 
     def evaluate(self, fit: FitResult, data: PreparedDataset,
                  device: torch.device) -> list[dict[str, Any]]:
-        # imported here: the attack and the metrics read the methods' modules, which import
-        # this package (the tasks are class attributes of the methods)
-        from dpminimax.attacks.confounded_mia import confounded_mia
-        from dpminimax.attacks.dp_ceiling import dp_auc_ceiling
-        from dpminimax.data.inputs import split_inputs
-        from dpminimax.metrics.imbalanced import imbalanced_report
-
         logits = {split: fit.model.logits(fit.state, split_inputs(data, split, device)
                                           ).cpu().numpy() for split in ("train", "test")}
         attack = confounded_mia(logits["train"], logits["test"], data.y_train, data.y_test,
@@ -57,9 +54,6 @@ def initial_model_metrics(fit: FitResult, data: PreparedDataset,
     accuracy, AUC and F1, and at the curves' rows its point of the curves (``trivial_curve``)
     with its DRO gradient norm and objective Phi; and the class prior's Phi on the same rows
     (``prior_dro_objective``). Uses no random numbers of any run."""
-    from dpminimax.data.inputs import split_inputs
-    from dpminimax.metrics.imbalanced import CurveRecorder, imbalanced_report, prior_objective
-
     initial = fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs])
     logits = fit.model.logits(initial, split_inputs(data, "test", device)).cpu().numpy()
     first = fit.resolved_params[0]  # the curves' rows and Phi's lam0, rho are shared

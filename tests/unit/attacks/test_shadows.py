@@ -15,7 +15,6 @@ import pytest
 from toydata import toy_dataset
 
 from dpminimax.attacks.bugs import GROSS_BUGS
-from dpminimax.attacks.dp_ceiling import dp_auc_ceiling, replace_one
 from dpminimax.attacks.shadows import (
     ATTACKS,
     ROC_FPRS,
@@ -25,6 +24,7 @@ from dpminimax.attacks.shadows import (
     pool_of,
     shadow_losses,
 )
+from dpminimax.metrics.dp_ceiling import dp_auc_ceiling, replace_one
 
 DELTA, SHADOWS = 1e-5, 16
 PARAMS = {"epochs": 100, "batch_size": 50, "lr": 2.0}

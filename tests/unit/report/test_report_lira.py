@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpminimax.attacks.dp_ceiling import (
+from dpminimax.metrics.dp_ceiling import (
     dp_auc_ceiling,
     dp_tpr_ceiling,
     relation_privacy,

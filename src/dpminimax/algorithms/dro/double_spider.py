@@ -25,7 +25,7 @@ Clipping (a deviation, papers/dpdro/README.md "Deviation: clipping"): psi* = e^s
 Lipschitz, so clipping w_i grad l_i at C clips almost every hard example to the same norm and
 erases the DRO weighting. Here each loss gradient is clipped at C first and the weight is capped
 at W (``weight_cap``): w_i = min(e^{(l_i - eta)/lam}, W), the exact gradient of Eq. (3) with the
-W-truncated KL conjugate (:func:`~dpminimax.algorithms.dro.kl_dro.dual_weights`). An x contribution
+W-truncated KL conjugate (:func:`~dpminimax.metrics.kl_dro.dual_weights`). An x contribution
 is then at most W C (a difference 2 W C), a dual one 1 - w_i lies in [1 - W, 1] (at most
 max(1, W - 1); a difference at most W): bounded by construction, no dual clip biases eta.
 """
@@ -52,9 +52,9 @@ from dpminimax.algorithms.dro.dro_program import (
     noiseless_control,
     subtract,
 )
-from dpminimax.algorithms.dro.kl_dro import dual_weights
 from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.data import PreparedDataset
+from dpminimax.metrics.kl_dro import dual_weights
 
 ANCHOR, DIFFERENCE = "anchor", "difference"
 

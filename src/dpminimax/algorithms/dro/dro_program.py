@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 import torch
 
 from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
-from dpminimax.algorithms.dro.kl_dro import example_losses, loss_residuals
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     COUNT,
@@ -38,6 +37,7 @@ from dpminimax.kernels.gather import as_tensor, batch_values
 from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
+from dpminimax.metrics.kl_dro import example_losses, loss_residuals
 from dpminimax.models.network import batched_model
 from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import (

@@ -35,7 +35,6 @@ from dpminimax.algorithms.dro.dro_program import (
     noiseless_control,
     subtract,
 )
-from dpminimax.algorithms.dro.kl_dro import compositional_weights
 from dpminimax.algorithms.params import (
     CLIP,
     COUNT,
@@ -46,6 +45,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.runs import along_runs
+from dpminimax.metrics.kl_dro import compositional_weights
 
 #: Floor of s in units of e^m (s estimates a mean of positive terms; noise can push it below).
 S_FLOOR = 1e-3

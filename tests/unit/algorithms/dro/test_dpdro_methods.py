@@ -14,7 +14,7 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.dro.kl_dro import best_lambda, psi
+from dpminimax.metrics.kl_dro import best_lambda, psi
 from dpminimax.privacy.release import Batch, Repeat
 
 N, RHO, LAM0 = 400, 0.5, 1e-3
@@ -247,8 +247,8 @@ def test_the_uniform_game_reads_the_class_and_the_stratified_one_does_not():
     """A model that only knows the class prior (confidence 0.9 for class 0, 0.1 for class 1)
     has no membership signal: against class-matched non-members its AUC is 1/2, against
     uniform non-members from a balanced test set it is far above (Table 2's confound)."""
-    from dpminimax.attacks.confounded_mia import draw_rows, true_label_confidence
     from dpminimax.metrics.classification import roc_auc
+    from dpminimax.metrics.confounded_mia import draw_rows, true_label_confidence
 
     rng = np.random.default_rng(0)
     y_train = (rng.random(20_000) < 0.1).astype(int)
@@ -272,8 +272,8 @@ def test_the_class_only_cap_is_the_best_class_scorer_and_half_the_tv_above_one_h
     model's uniform-game AUC reaches it; no other class scoring exceeds it; equal histograms
     give 1/2; CIFAR10-ST's histogram (classes 0-4 at 100, 5-9 at 5,000) against a balanced
     test set gives 0.74."""
-    from dpminimax.attacks.confounded_mia import class_only_auc_cap
     from dpminimax.metrics.classification import roc_auc
+    from dpminimax.metrics.confounded_mia import class_only_auc_cap
 
     rng = np.random.default_rng(1)
     members = (rng.random(5000) < 0.1).astype(int)
