@@ -63,14 +63,13 @@ def _method_name(text: str) -> str:
     twin name (:data:`~dpminimax.algorithms.RENAMED`) its new one."""
     import difflib
 
-    from dpminimax.algorithms import DIAGNOSTICS, METHODS, RENAMED
+    from dpminimax.algorithms import DIAGNOSTICS, METHODS, RENAMED, renamed_message
 
     names = sorted({*METHODS, *DIAGNOSTICS})
     if text in names:
         return text
     if text in RENAMED:
-        raise argparse.ArgumentTypeError(
-            f"unknown method {text!r}: renamed to {RENAMED[text]!r}")
+        raise argparse.ArgumentTypeError(renamed_message(text))
     close = difflib.get_close_matches(text, names, n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
     raise argparse.ArgumentTypeError(

@@ -46,6 +46,11 @@ RENAMED: dict[str, str] = {
 }
 
 
+def renamed_message(name: str) -> str:
+    """The one-line refusal of an old twin name (:data:`RENAMED`), naming the new one."""
+    return f"unknown method {name!r}: renamed to {RENAMED[name]!r}"
+
+
 class UnknownMethodError(ValueError):
     """A configuration named a method that does not exist."""
 
@@ -56,8 +61,7 @@ def get_method(name: str) -> Method:
         return {**METHODS, **DIAGNOSTICS, **CONTROLS}[name]()
     except KeyError:
         if name in RENAMED:
-            raise UnknownMethodError(
-                f"unknown method {name!r}: renamed to {RENAMED[name]!r}") from None
+            raise UnknownMethodError(renamed_message(name)) from None
         raise UnknownMethodError(
             f"unknown method {name!r}; known methods: {sorted(METHODS)}; diagnostics (not "
             f"private): {sorted(DIAGNOSTICS)}; noiseless controls: <private method>_noise_off"
@@ -65,4 +69,5 @@ def get_method(name: str) -> Method:
 
 
 __all__ = ["CONTROLS", "DIAGNOSTICS", "FAMILIES", "METHODS", "RENAMED", "FitResult", "Method",
-           "RunSpec", "UnknownMethodError", "expand_runs", "get_method"]
+           "RunSpec", "UnknownMethodError", "expand_runs", "get_method",
+           "renamed_message"]
