@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dpminimax.api.training import config_epsilon
-from dpminimax.epsilon import Epsilon
+from dpminimax.epsilon import Epsilon, EpsilonError
 from dpminimax.experiments import (
     ExperimentConfigError,
     expand_jobs,
@@ -67,6 +67,8 @@ def test_a_job_carries_its_epsilon_parsed_once_and_writes_its_label():
     config = three.run_config("v")
     assert config["epsilon"] == "3" and json.loads(json.dumps(config))["epsilon"] == "3"
     assert config_epsilon(config) == 3.0 and config_epsilon(inf.run_config("v")) == math.inf
+    with pytest.raises(EpsilonError, match=r"^run_config.json: epsilon: epsilon is not a number"):
+        config_epsilon({**config, "epsilon": "3,0"})
     with pytest.raises(TypeError, match="must be an Epsilon"):
         dataclasses.replace(three, epsilon="3")
 
