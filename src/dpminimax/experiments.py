@@ -316,7 +316,7 @@ def _seed_list(value: Any, where: str) -> tuple[int, ...]:
     return tuple(int(seed) for seed in value)
 
 
-def _parse_epsilon(value: Any, where: str) -> Epsilon:
+def _read_epsilon(value: Any, where: str) -> Epsilon:
     try:
         return Epsilon.parse(value, where)
     except EpsilonError as err:
@@ -334,7 +334,7 @@ def _epsilons(method_spec: Mapping[str, Any], method: Method, where: str) -> lis
     out = []
     for i, value in enumerate(listed):
         key = f"{where}.epsilons[{i}]"
-        eps = _parse_epsilon(value, key)
+        eps = _read_epsilon(value, key)
         if not eps.is_private:
             raise ExperimentConfigError(
                 f"{key}: a private method cannot have epsilon inf; "
@@ -356,7 +356,7 @@ def _kept_epsilons(listed: list[Epsilon], at_scale: Mapping[str, Any],
     keep = at_scale.get("epsilons")
     if keep is None:
         return listed
-    wanted = {_parse_epsilon(value, f"{where}.epsilons[{i}]") for i, value in enumerate(keep)}
+    wanted = {_read_epsilon(value, f"{where}.epsilons[{i}]") for i, value in enumerate(keep)}
     return [eps for eps in listed if eps in wanted]
 
 
@@ -366,7 +366,7 @@ def _epsilon_params(method_spec: Mapping[str, Any], listed: list[Epsilon],
     would otherwise silently train with the shared params)."""
     out = {}
     for key, values in (method_spec.get("epsilon_params") or {}).items():
-        eps = _parse_epsilon(key, f"{where}.epsilon_params.{key}")
+        eps = _read_epsilon(key, f"{where}.epsilon_params.{key}")
         if eps not in listed:
             raise ExperimentConfigError(
                 f"{where}.epsilon_params.{key}: not one of this method's epsilons "
