@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from dpminimax import api
+from dpminimax.epsilon import Epsilon
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.report import summarize
 
@@ -31,7 +32,8 @@ def main() -> None:
     parser.add_argument("experiments", help="a paper's experiments.yaml")
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--method", required=True)
-    parser.add_argument("--epsilon", required=True, help="as written in experiments.yaml")
+    parser.add_argument("--epsilon", required=True, type=Epsilon.parse,
+                        help="one of the method's epsilons (1, 0.5, inf)")
     parser.add_argument("--dataset", help="default: the experiment's only dataset")
     parser.add_argument("--scale", default="quick")
     parser.add_argument("--data", required=True, help="the prepared dataset directory")
@@ -58,7 +60,7 @@ def main() -> None:
         out = Path(args.work) / f"{args.param}~{value}"
         if not (out / "metrics.parquet").is_file():
             config = {"paper": job.paper, "experiment": job.experiment, "dataset": job.dataset,
-                      "method": job.method, "epsilon": job.epsilon, "delta": job.delta,
+                      "method": job.method, "epsilon": str(job.epsilon), "delta": job.delta,
                       "seeds": list(job.seeds), "scale": job.scale,
                       "params": {**job.params, **fixed, args.param: value}}
             api.train(config, data_dir=args.data, out_dir=out)

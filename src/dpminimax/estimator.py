@@ -31,6 +31,7 @@ from dpminimax.api import training
 from dpminimax.data import PreparedDataset
 from dpminimax.data.splits import train_test_indices
 from dpminimax.data.tabular import one_hot, zscore
+from dpminimax.epsilon import Epsilon
 from dpminimax.privacy.events import event_from_dict
 
 #: Fairness metrics of the run table; undefined (NaN) when no sensitive attribute is given.
@@ -217,7 +218,7 @@ class FitSummary:
 
 
 def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
-        epsilon: float | None = None, delta: float | None = None,
+        epsilon: float | str | None = None, delta: float | None = None,
         seeds: int | Sequence[int] = (0,), test: Any = None, test_fraction: float = 0.25,
         split_seed: int = 100, categorical: Sequence[str] | None = None,
         **params: Any) -> FitSummary:
@@ -240,8 +241,8 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
 
     Input of the other kind is refused in one line naming the call that works.
     ``epsilon``/``delta``: the privacy target of a private method (leave them out, or epsilon
-    inf, for a non-private one). ``params`` override the method's defaults; an unknown name is
-    an error.
+    inf, for a non-private one); epsilon as a number or its label (``"0.5"``, ``"inf"``).
+    ``params`` override the method's defaults; an unknown name is an error.
     """
     method_obj = get_method(method)
     problem = None
@@ -354,19 +355,22 @@ def prepared_from_arrays(
     )
 
 
-def _privacy_target(method, epsilon: float | None, delta: float | None) -> tuple[float, float]:
+def _privacy_target(method, epsilon: Any, delta: float | None) -> tuple[float, float]:
+    """``fit``'s (epsilon, delta) as floats; ``epsilon`` is anything :meth:`Epsilon.parse`
+    reads (``1``, ``"0.5"``, ``"inf"``)."""
+    eps = None if epsilon is None else Epsilon.parse(epsilon, "epsilon")
     if not method.private:
-        if epsilon is not None and not math.isinf(epsilon):
+        if eps is not None and eps.is_private:
             raise ValueError(f"method {method.name!r} is not private: leave epsilon out "
                              f"(or pass inf), got {epsilon}")
         return math.inf, NON_PRIVATE_DELTA if delta is None else float(delta)
-    if epsilon is None or delta is None:
+    if eps is None or delta is None:
         raise ValueError(f"method {method.name!r} is private: give epsilon and delta")
-    if not 0 < epsilon < math.inf:
+    if not eps.is_private:
         raise ValueError(f"epsilon must be positive and finite, got {epsilon}")
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
-    return float(epsilon), float(delta)
+    return float(eps), float(delta)
 
 
 def _prepare(X, y, s, test, test_fraction, split_seed, categorical):

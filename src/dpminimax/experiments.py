@@ -14,13 +14,13 @@ parameter, and the job has no prepared data and is not attacked. A method may ca
 ``tuning`` block (the RaCO-DP paper's protocol, see :mod:`dpminimax.tuning`); with
 ``tuning="protocol"`` its jobs are tuned first and train the chosen configurations, with
 ``tuning="none"`` the block is ignored and the listed params are used.
-Epsilons are canonical strings (``"1"`` for 1 and 1.0, ``"inf"`` for no privacy) so that paths
-never differ for equal values.
+Each epsilon is parsed once into an :class:`~dpminimax.epsilon.Epsilon` (``1``, ``1.0`` and
+``"1"`` are equal), whose label (``"1"``, ``"inf"`` for no privacy) names the job's paths and is
+the ``epsilon`` of its run_config.json, so that paths never differ for equal values.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ import yaml
 from dpminimax.algorithms import Method, UnknownMethodError, get_method
 from dpminimax.algorithms.params import ParameterError
 from dpminimax.data import get_dataset_spec, list_datasets
+from dpminimax.epsilon import NON_PRIVATE, Epsilon, EpsilonError
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
 from dpminimax.tuning.protocol import TuningSpec, cell_grid, fixed_params
 from dpminimax.tuning.search import SearchSpaceError
@@ -43,17 +44,6 @@ class ExperimentConfigError(ValueError):
     """A paper's experiments.yaml or the workflow config is invalid; the message names the key."""
 
 
-def parse_epsilon(value: Any) -> float:
-    """``"inf"`` -> math.inf, ``"0.5"`` / 0.5 -> 0.5."""
-    return math.inf if str(value).strip().lower() in {"inf", "infinity"} else float(value)
-
-
-def format_epsilon(value: Any) -> str:
-    """Canonical string of an epsilon: ``1``, ``1.0`` and ``"1"`` all give ``"1"``."""
-    eps = parse_epsilon(value)
-    return "inf" if math.isinf(eps) else f"{eps:g}"
-
-
 @dataclass(frozen=True)
 class Job:
     """One training job of the workflow."""
@@ -62,7 +52,7 @@ class Job:
     experiment: str
     dataset: str
     method: str
-    epsilon: str
+    epsilon: Epsilon
     delta: float
     seeds: tuple[int, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -72,6 +62,11 @@ class Job:
     attacked: bool = True
     #: The folder its outputs go under (:func:`results_root`).
     results: str = "results"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.epsilon, Epsilon):
+            raise TypeError(f"Job.epsilon must be an Epsilon (Epsilon.parse), got "
+                            f"{self.epsilon!r}")
 
     @property
     def tuned(self) -> bool:
@@ -103,7 +98,7 @@ class Job:
     def run_config(self, code_version: str) -> dict[str, Any]:
         return {
             "paper": self.paper, "experiment": self.experiment, "dataset": self.dataset,
-            "method": self.method, "epsilon": self.epsilon, "delta": self.delta,
+            "method": self.method, "epsilon": str(self.epsilon), "delta": self.delta,
             "seeds": list(self.seeds), "params": dict(self.params), "scale": self.scale,
             "code_version": code_version,
             **({"tuning": dict(self.tuning)} if self.tuning is not None else {}),
@@ -218,12 +213,14 @@ def expand_jobs(
                 continue  # a method run at some scales only (a diagnosis' control)
             m_where = f"{where}.methods.{method_name}"
             method = methods[method_name]
-            epsilons = _epsilons(method_spec, at_scale, method, m_where)
+            listed = _epsilons(method_spec, method, m_where)
+            epsilons = (_kept_epsilons(listed, at_scale, f"{where}.scales.{scale}")
+                        if method.private else listed)
             if not epsilons:
                 raise ExperimentConfigError(
                     f"{where}.scales.{scale}.epsilons: selects none of method {method_name!r}'s "
                     f"epsilons {method_spec.get('epsilons')}")
-            by_epsilon = _epsilon_params(method_spec, m_where)
+            by_epsilon = _epsilon_params(method_spec, listed, m_where)
             for eps in epsilons:
                 params = {**(method_spec.get("params") or {}), **by_epsilon.get(eps, {}),
                           **{k: v for k, v in scale_params.items() if k in method.parameters},
@@ -319,50 +316,62 @@ def _seed_list(value: Any, where: str) -> tuple[int, ...]:
     return tuple(int(seed) for seed in value)
 
 
-def _epsilon_params(method_spec: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
-    """``epsilon_params`` keyed by canonical epsilon strings; every key must be a listed
-    epsilon (a typo would otherwise silently train with the shared params)."""
-    listed = {format_epsilon(e) for e in method_spec.get("epsilons") or []}
-    out = {}
-    for key, values in (method_spec.get("epsilon_params") or {}).items():
-        eps = format_epsilon(key)
-        if eps not in listed:
-            raise ExperimentConfigError(
-                f"{where}.epsilon_params.{key}: not one of this method's epsilons "
-                f"{sorted(listed)}")
-        out[eps] = dict(values)
-    return out
+def _read_epsilon(value: Any, where: str) -> Epsilon:
+    try:
+        return Epsilon.parse(value, where)
+    except EpsilonError as err:
+        raise ExperimentConfigError(str(err)) from None
 
 
-def _epsilons(method_spec, at_scale, method: Method, where: str) -> list[str]:
+def _epsilons(method_spec: Mapping[str, Any], method: Method, where: str) -> list[Epsilon]:
+    """The method's epsilons, each parsed once (``[inf]`` for a non-private method): finite,
+    distinct, and each named exactly by its label (the job's paths and run_config.json)."""
     if not method.private:
-        return ["inf"]
+        return [NON_PRIVATE]
     listed = method_spec.get("epsilons")
     if not listed:
         raise ExperimentConfigError(f"{where}.epsilons: a private method needs epsilons")
-    keep = at_scale.get("epsilons")
     out = []
     for i, value in enumerate(listed):
-        try:
-            eps = parse_epsilon(value)
-        except ValueError:
+        key = f"{where}.epsilons[{i}]"
+        eps = _read_epsilon(value, key)
+        if not eps.is_private:
             raise ExperimentConfigError(
-                f"{where}.epsilons[{i}]: not a number: {value!r}") from None
-        if not eps > 0:
-            raise ExperimentConfigError(
-                f"{where}.epsilons[{i}]: epsilon must be > 0, got {value!r}")
-        if math.isinf(eps):
-            raise ExperimentConfigError(
-                f"{where}.epsilons[{i}]: a private method cannot have epsilon inf; "
+                f"{key}: a private method cannot have epsilon inf; "
                 + (f"use its non-private twin {method.twin!r}" if method.twin
                    else "it has no non-private twin"))
-        if format_epsilon(eps) in out:
+        if not eps.labelled:
             raise ExperimentConfigError(
-                f"{where}.epsilons[{i}]: duplicate of {format_epsilon(eps)!r}")
-        out.append(format_epsilon(eps))
-    if keep is not None:
-        wanted = {format_epsilon(e) for e in keep}
-        out = [e for e in out if e in wanted]
+                f"{key}: {value!r} has more than the 6 significant digits of its label "
+                f"{str(eps)!r} (its paths and run_config.json); write it with at most 6")
+        if eps in out:
+            raise ExperimentConfigError(f"{key}: duplicate of {str(eps)!r}")
+        out.append(eps)
+    return out
+
+
+def _kept_epsilons(listed: list[Epsilon], at_scale: Mapping[str, Any],
+                   where: str) -> list[Epsilon]:
+    """``listed`` that the scale's optional ``epsilons`` filter keeps."""
+    keep = at_scale.get("epsilons")
+    if keep is None:
+        return listed
+    wanted = {_read_epsilon(value, f"{where}.epsilons[{i}]") for i, value in enumerate(keep)}
+    return [eps for eps in listed if eps in wanted]
+
+
+def _epsilon_params(method_spec: Mapping[str, Any], listed: list[Epsilon],
+                    where: str) -> dict[Epsilon, dict[str, Any]]:
+    """``epsilon_params`` by epsilon; every key must be one of the ``listed`` epsilons (a typo
+    would otherwise silently train with the shared params)."""
+    out = {}
+    for key, values in (method_spec.get("epsilon_params") or {}).items():
+        eps = _read_epsilon(key, f"{where}.epsilon_params.{key}")
+        if eps not in listed:
+            raise ExperimentConfigError(
+                f"{where}.epsilon_params.{key}: not one of this method's epsilons "
+                f"{[str(e) for e in sorted(listed)]}")
+        out[eps] = dict(values)
     return out
 
 
@@ -389,5 +398,4 @@ def _check_delta(value: Any, where: str) -> float:
     return delta
 
 
-__all__ = ["ExperimentConfigError", "Job", "expand_jobs", "format_epsilon",
-           "load_experiments", "parse_epsilon"]
+__all__ = ["ExperimentConfigError", "Job", "expand_jobs", "load_experiments"]

@@ -25,7 +25,7 @@ from dpminimax.algorithms import expand_runs, get_method
 from dpminimax.algorithms.base import shared_groups, shared_values
 from dpminimax.atomic import write_json
 from dpminimax.data import PreparedDataset
-from dpminimax.experiments import ExperimentConfigError, Job, parse_epsilon
+from dpminimax.experiments import ExperimentConfigError, Job
 
 
 def plan_job(job: Job, n: int | None = None, data: PreparedDataset | None = None) -> int:
@@ -33,7 +33,7 @@ def plan_job(job: Job, n: int | None = None, data: PreparedDataset | None = None
     draws itself) or, given the prepared ``data``, exactly as :meth:`Method.fit` starts on it
     (:meth:`Method.plan_runs`); raise the plan's error. Returns how many runs were planned."""
     method = get_method(job.method)
-    runs = expand_runs(job.seeds[:1], parse_epsilon(job.epsilon), job.delta, dict(job.params))
+    runs = expand_runs(job.seeds[:1], float(job.epsilon), job.delta, dict(job.params))
     planned = 0
     for group in shared_groups(method, runs):
         if data is not None:
@@ -79,7 +79,7 @@ def check_jobs(jobs: Iterable[Job], train_size: Callable[[str], int | None],
             n = None if draws else train_size(job.dataset)
             if n is None and not draws:
                 continue
-            key = json.dumps([job.method, job.params, job.epsilon, job.delta, n],
+            key = json.dumps([job.method, job.params, str(job.epsilon), job.delta, n],
                              sort_keys=True, default=repr)
             if key in known:
                 continue

@@ -17,6 +17,7 @@ import pytest
 from dpminimax import api
 from dpminimax.cli import main
 from dpminimax.data.checksum import file_digest
+from dpminimax.epsilon import Epsilon
 from dpminimax.experiments import ExperimentConfigError, expand_jobs, load_experiments
 from dpminimax.feasibility import check_jobs, prepared_train_size
 
@@ -84,7 +85,7 @@ def test_compare_on_a_declared_dataset_end_to_end(declared, capsys):
                          lambda _: str(source))
     assert planned == len(jobs)
     (racodp,) = (job for job in jobs if job.method == "racodp")
-    tight = dataclasses.replace(racodp, epsilon="0.0001")
+    tight = dataclasses.replace(racodp, epsilon=Epsilon.parse("0.0001"))
     with pytest.raises(ExperimentConfigError, match=r"experiments\.cross_paper_dp\.methods\."
                        r"racodp: job toy-fair/racodp/eps~0.0001 \(n_train 450\) cannot be "
                        r"planned: .* lower batch_size"):

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import math
 from pathlib import Path
 
 import pytest
 
+from dpminimax.api.training import config_epsilon
+from dpminimax.epsilon import Epsilon, EpsilonError
 from dpminimax.experiments import (
     ExperimentConfigError,
     expand_jobs,
-    format_epsilon,
     load_experiments,
-    parse_epsilon,
     select_experiments,
     selected_papers,
 )
@@ -39,17 +41,11 @@ SPEC = {
 }
 
 
-def test_epsilon_strings_are_canonical():
-    assert format_epsilon(1) == format_epsilon(1.0) == format_epsilon("1") == "1"
-    assert format_epsilon("0.50") == "0.5"
-    assert format_epsilon("inf") == "inf" and math.isinf(parse_epsilon("inf"))
-
-
 def test_jobs_cover_datasets_methods_epsilons():
     jobs = expand_jobs(SPEC, "smoke")
     private = [j for j in jobs if j.method == "dp_sgd"]
-    assert [j.epsilon for j in private] == ["0.5", "1", "3"]
-    assert {j.epsilon for j in jobs if j.method == "dp_sgd_nonprivate"} == {"inf"}
+    assert [str(j.epsilon) for j in private] == ["0.5", "1", "3"]
+    assert {str(j.epsilon) for j in jobs if j.method == "dp_sgd_nonprivate"} == {"inf"}
     assert all(j.seeds == (0, 1) for j in jobs)
     # scale-level params reach the methods that have them, and only those
     assert all(j.params["epochs"] == 1 for j in jobs)
@@ -57,11 +53,32 @@ def test_jobs_cover_datasets_methods_epsilons():
     assert private[0].train_dir.startswith("results/tiny/train/exp/synthetic-fair/dp_sgd/eps~")
 
 
+def test_a_job_carries_its_epsilon_parsed_once_and_writes_its_label():
+    """``"0.5"``, ``1`` and ``3.0`` of the YAML are Epsilons on the job; its paths and
+    run_config.json carry the canonical label (a string), training reads the value back."""
+    jobs = {str(j.epsilon): j for j in expand_jobs(SPEC, "smoke")}
+    assert {str(e): float(j.epsilon) for e, j in jobs.items()} == {
+        "0.5": 0.5, "1": 1.0, "3": 3.0, "inf": math.inf}
+    three, inf = jobs["3"], jobs["inf"]
+    assert isinstance(three.epsilon, Epsilon) and three.epsilon == Epsilon.parse("3")
+    assert three.train_dir == "results/tiny/train/exp/synthetic-fair/dp_sgd/eps~3"
+    assert three.attack_path.endswith("/dp_sgd/eps~3/attack.parquet")
+    assert inf.train_dir.endswith("/dp_sgd_nonprivate/eps~inf")
+    config = three.run_config("v")
+    assert config["epsilon"] == "3" and json.loads(json.dumps(config))["epsilon"] == "3"
+    assert config_epsilon(config) == 3.0 and config_epsilon(inf.run_config("v")) == math.inf
+    with pytest.raises(EpsilonError, match=r"^run_config.json: epsilon: epsilon is not a number"):
+        config_epsilon({**config, "epsilon": "3,0"})
+    with pytest.raises(TypeError, match="must be an Epsilon"):
+        dataclasses.replace(three, epsilon="3")
+
+
 def test_epsilon_params_override_params_per_epsilon_and_scale_params_win():
     spec = copy.deepcopy(SPEC)
     spec["experiments"]["exp"]["methods"]["dp_sgd"]["epsilon_params"] = {
         "1.0": {"lr": 2.0, "clip": 9.0}, "3": {"lr": 3.0}}
-    jobs = {j.epsilon: j.params for j in expand_jobs(spec, "smoke") if j.method == "dp_sgd"}
+    jobs = {str(j.epsilon): j.params for j in expand_jobs(spec, "smoke")
+            if j.method == "dp_sgd"}
     assert jobs["1"]["lr"] == 2.0 and jobs["3"]["lr"] == 3.0 and jobs["0.5"]["lr"] == [0.5, 1.0]
     assert jobs["1"]["clip"] == 2.0  # the smoke scale's clip overrides the epsilon's
 
@@ -105,7 +122,7 @@ def test_dataset_override_replaces_datasets_of_the_same_family_only():
 
 def test_scale_epsilon_subset():
     jobs = expand_jobs(SPEC, "quick")
-    assert {j.epsilon for j in jobs if j.method == "dp_sgd"} == {"1"}
+    assert {str(j.epsilon) for j in jobs if j.method == "dp_sgd"} == {"1"}
 
 
 @pytest.mark.parametrize(
@@ -119,6 +136,18 @@ def test_scale_epsilon_subset():
          "dp_sgd_nonprivate"),
         (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=[1, "1.0"]),
          "epsilons[1]: duplicate"),
+        # issue #41: every epsilon parsed once, an error naming the key
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=[1, "one"]),
+         "experiments.exp.methods.dp_sgd.epsilons[1]: epsilon is not a number: 'one'"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=["nan"]),
+         "experiments.exp.methods.dp_sgd.epsilons[0]: epsilon must be > 0, got nan"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(epsilons=[1.2345678]),
+         "epsilons[0]: 1.2345678 has more than the 6 significant digits of its label '1.23457'"),
+        (lambda s: s["experiments"]["exp"]["scales"]["smoke"].update(epsilons=["1", "x"]),
+         "experiments.exp.scales.smoke.epsilons[1]: epsilon is not a number: 'x'"),
+        (lambda s: s["experiments"]["exp"]["methods"]["dp_sgd"].update(
+            epsilon_params={"two": {"lr": 1.0}}),
+         "experiments.exp.methods.dp_sgd.epsilon_params.two: epsilon is not a number: 'two'"),
         (lambda s: s.update(delta=1.5), "delta must be in (0, 1)"),
         (lambda s: s["experiments"]["exp"]["scales"]["smoke"].update(seeds=[]), "seeds"),
         (lambda s: s["experiments"]["exp"]["scales"]["smoke"]["params"].update(lrx=1),
@@ -169,7 +198,7 @@ def test_problem_experiments_name_the_problem_where_a_dataset_goes():
     """A method that draws its own data runs on the problems listed as datasets: the job's
     ``problem`` parameter is its dataset, and it is not attacked."""
     jobs = expand_jobs(PROBLEM_SPEC, "smoke", dataset_override=["adult"])
-    assert sorted((j.dataset, j.method, j.epsilon) for j in jobs) == [
+    assert sorted((j.dataset, j.method, str(j.epsilon)) for j in jobs) == [
         ("g1_quadratic_game", "exact_solution", "inf"),
         ("g1_quadratic_game", "output_perturbation", "0.5"),
         ("p1_least_squares", "exact_solution", "inf"),

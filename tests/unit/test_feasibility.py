@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dpminimax.epsilon import Epsilon
 from dpminimax.experiments import ExperimentConfigError, Job, expand_jobs, load_experiments
 from dpminimax.feasibility import check_jobs, prepared_train_size
 
@@ -22,8 +23,8 @@ FIG4 = {"gamma": 0.05, "noise_multiplier": 6.0, "histogram_scale": 10.0, "clip":
 
 
 def _job(method, dataset, params, epsilon="0.5", tuning=None):
-    return Job("racodp", "fig4_dp", dataset, method, epsilon, 1e-5, (0, 1, 2), params,
-               tuning=tuning)
+    return Job("racodp", "fig4_dp", dataset, method, Epsilon.parse(epsilon), 1e-5, (0, 1, 2),
+               params, tuning=tuning)
 
 
 def _check(jobs, tmp_path, sizes=None, code="code-a"):
@@ -46,8 +47,8 @@ def test_a_small_dataset_under_racodp_fig4_settings_is_refused_naming_the_job(tm
 
 
 def test_a_bilevel_penalty_below_lambda_min_is_refused(tmp_path):
-    job = Job("bilevel", "e3_rates", "pa_linear_response", "dp_bilevel", "2", 1e-5, (0,),
-              {"problem": "pa_linear_response", "n": [1024, 4096], "lam": 1.0})
+    job = Job("bilevel", "e3_rates", "pa_linear_response", "dp_bilevel", Epsilon.parse(2), 1e-5,
+              (0,), {"problem": "pa_linear_response", "n": [1024, 4096], "lam": 1.0})
     with pytest.raises(ExperimentConfigError, match=r"experiments\.e3_rates\.methods\.dp_bilevel"
                        r": job pa_linear_response/dp_bilevel/eps~2 cannot be planned: .*lam = 1 "
                        r"is below the smallest penalty the lemmas allow \(A5\): 4"):

@@ -56,7 +56,7 @@ def test_slurm_dry_run_asks_for_the_cluster_resources_and_a_gpu_for_paper_networ
     for paper in ("baselines", "racodp", "dpfermi"):
         spec = load_experiments(REPO / "papers" / paper / "experiments.yaml")
         for job in expand_jobs(spec, "paper"):
-            models[(job.paper, job.experiment, job.dataset, job.method, job.epsilon)] = \
+            models[(job.paper, job.experiment, job.dataset, job.method, str(job.epsilon))] = \
                 job.params.get("model", "logistic_regression")
     train = [job for job in jobs if job["rule"] == "train"]
     assert len(train) == len(models)

@@ -92,7 +92,7 @@ JOBS = {}
 for _paper in selected_papers(config["papers"], SELECTED):
     PAPERS[_paper], _jobs = _load_paper(_paper)
     for _job in _jobs:
-        JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, _job.epsilon)] = _job
+        JOBS[(_job.paper, _job.experiment, _job.dataset, _job.method, str(_job.epsilon))] = _job
 
 
 def prepared_size(dataset):

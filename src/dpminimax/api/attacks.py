@@ -19,6 +19,7 @@ from dpminimax.attacks import dp_auc_ceiling, dp_tpr_ceiling, loss_threshold_att
 from dpminimax.data import load_prepared
 from dpminimax.data.inputs import split_inputs
 from dpminimax.device import default_device
+from dpminimax.epsilon import Epsilon
 
 log = logging.getLogger("dpminimax")
 
@@ -65,7 +66,8 @@ def lira(settings: Mapping[str, Any], data_dir: str | Path, epsilon: str | float
     from dpminimax.attacks.shadows import lira_tables
 
     data = load_prepared(data_dir)
-    metrics, roc = lira_tables(settings, data, float(epsilon), default_device())
+    metrics, roc = lira_tables(settings, data, float(Epsilon.parse(epsilon, "lira epsilon")),
+                               default_device())
     table = pd.DataFrame(metrics)
     write_parquet(table, metrics_out)
     write_parquet(pd.DataFrame(roc), roc_out)

@@ -24,7 +24,7 @@ from dpminimax.api.model_io import model_record
 from dpminimax.atomic import atomic_directory, write_json, write_parquet
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared, save_prepared
 from dpminimax.device import default_device
-from dpminimax.experiments import parse_epsilon
+from dpminimax.epsilon import Epsilon
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.provenance import train_code_fingerprint
 from dpminimax.tuning.protocol import (
@@ -59,6 +59,11 @@ def prepare_dataset(
     return dataset
 
 
+def config_epsilon(run_config: Mapping[str, Any]) -> float:
+    """The job's epsilon, read from its run config's label (``"1"``, ``"inf"``)."""
+    return float(Epsilon.parse(run_config["epsilon"], "run_config.json: epsilon"))
+
+
 def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: str | Path,
           selection: str | Path | None = None) -> pd.DataFrame:
     """Train every seed x grid point of one (experiment, dataset, method, epsilon) as one program
@@ -78,7 +83,7 @@ def train(run_config: Mapping[str, Any], data_dir: str | Path | None, out_dir: s
     config = {**run_config, **({} if data_dir is None else
                                {"data_dir": str(Path(data_dir).resolve())}),
               "out_dir": str(out.resolve()), **code_versions(run_config)}
-    epsilon = parse_epsilon(config["epsilon"])
+    epsilon = config_epsilon(config)
     device = start_job(method, str(config["dataset"]))
     if selection is None:
         runs = expand_runs(config["seeds"], epsilon, float(config["delta"]),

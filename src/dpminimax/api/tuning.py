@@ -10,10 +10,9 @@ from typing import Any
 import pandas as pd
 
 from dpminimax.algorithms import get_method
-from dpminimax.api.training import code_versions, plain, run_table, start_job
+from dpminimax.api.training import code_versions, config_epsilon, plain, run_table, start_job
 from dpminimax.atomic import write_json, write_parquet
 from dpminimax.data import load_prepared
-from dpminimax.experiments import parse_epsilon
 from dpminimax.tuning import choose_configs
 from dpminimax.tuning.protocol import (
     TuningSpec,
@@ -34,7 +33,7 @@ def tune(run_config: Mapping[str, Any], data_dir: str | Path, out_path: str | Pa
     data = load_prepared(data_dir)
     method = get_method(config["method"])
     tuning = TuningSpec.from_dict(config["tuning"])
-    runs, ids = phase1_runs(tuning, config["params"], parse_epsilon(config["epsilon"]),
+    runs, ids = phase1_runs(tuning, config["params"], config_epsilon(config),
                             float(config["delta"]))
     device = start_job(method, data.name)
     data, x_val, y_val = split_validation(data, tuning.validation_fraction)

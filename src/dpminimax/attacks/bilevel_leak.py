@@ -49,6 +49,7 @@ import torch
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.attacks.lira import epsilon_lower_bound_from_roc
+from dpminimax.epsilon import Epsilon
 from dpminimax.metrics.classification import roc_auc
 from dpminimax.problems import FixedSample, LeakExample
 from dpminimax.problems.bilevel import ball
@@ -217,7 +218,8 @@ def leak_settings(block: Mapping[str, Any]) -> list[dict[str, Any]]:
         entries = [{"d": block["d"], "n": block["n"]}]
     if not entries:
         raise ValueError("a leak block needs at least one (d, n) setting")
-    shared = {"runs": int(block["runs"]), "epsilons": [float(e) for e in block["epsilons"]],
+    shared = {"runs": int(block["runs"]), "epsilons": [float(Epsilon.parse(e, "leak.epsilons"))
+                                                      for e in block["epsilons"]],
               "delta": float(block["delta"]), "seed": int(block.get("seed", 0)),
               "params": dict(block.get("params") or {})}
     settings, seen = [], set()

@@ -38,6 +38,7 @@ from dpminimax.algorithms.base import RunSpec, require_binary_labels
 from dpminimax.attacks.bugs import NEAR_CLAIM_BUGS, PLANTED_BUGS, planted
 from dpminimax.attacks.release_audit import RELEASE_CANARIES, release_audit_rows
 from dpminimax.data import PreparedDataset
+from dpminimax.epsilon import Epsilon
 from dpminimax.privacy.accounting import accounting_record
 from dpminimax.privacy.audit import epsilon_lower_bound
 from dpminimax.privacy.release import Batch, Part, plan_event
@@ -199,8 +200,8 @@ def audit_table(settings: Mapping[str, Any], data: PreparedDataset,
         data = replace(data, x_train=data.x_train[:rows], y_train=data.y_train[:rows],
                        s_train=data.s_train[:rows])
     canaries = int(settings.get("canaries", 1000))
-    epsilon, delta, seed = float(settings["epsilon"]), float(settings["delta"]), \
-        int(settings.get("seed", 0))
+    epsilon = float(Epsilon.parse(settings["epsilon"], "audit.epsilon"))
+    delta, seed = float(settings["delta"]), int(settings.get("seed", 0))
     # the releases audited are those of the plan the canary audit trains with
     planned = replace(data, meta={**data.meta, "planned_size": planned_size(data, canaries)})
     table = []

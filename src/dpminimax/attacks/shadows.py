@@ -34,6 +34,7 @@ from dpminimax.attacks.lira import attack_metrics, leave_one_out_scores
 from dpminimax.attacks.rmia import rmia_scores
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import split_inputs
+from dpminimax.epsilon import NON_PRIVATE, Epsilon
 from dpminimax.kernels.membership import (
     FIXED_SIZE,
     INDEPENDENT,
@@ -163,7 +164,7 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
     shadows, delta = int(settings["shadows"]), float(settings["delta"])
     metrics: list[dict] = []
     curves: list[dict] = []
-    smallest = min(float(eps) for eps in settings["epsilons"])
+    smallest = float(min(Epsilon.parse(eps, "lira.epsilons") for eps in settings["epsilons"]))
     for name, bug in [(name, bug) for name in trains_at(settings["methods"], epsilon)
                       for bug in (None, CONTROL)
                       if bug is None or (get_method(name).private and epsilon == smallest)]:
@@ -190,18 +191,19 @@ def lira_tables(settings: Mapping[str, Any], data: PreparedDataset, epsilon: flo
 
 
 def lira_epsilons(settings: Mapping[str, Any]) -> list[str]:
-    """The epsilons (as written) a ``lira:`` block trains at: its private targets, and ``inf``
-    when it lists a non-private method. Refuses unknown and non-shadowable methods, naming
-    them."""
+    """The labels of the epsilons a ``lira:`` block trains at (``"1"``, ``"inf"``): its private
+    targets, and ``inf`` when it lists a non-private method. Refuses unknown and
+    non-shadowable methods, naming them."""
     for name in settings["methods"]:
         method = get_method(name)  # raises for an unknown name, listing the known ones
         if not method.shadowable:
             raise ValueError(f"lira: method {name!r} cannot train shadow models "
                              "(shadowable = False)")
-    epsilons = [str(eps) for eps in settings["epsilons"] if not np.isinf(float(eps))]
+    epsilons = [eps for eps in (Epsilon.parse(value, "lira.epsilons")
+                                for value in settings["epsilons"]) if eps.is_private]
     if any(not get_method(name).private for name in settings["methods"]):
-        epsilons.append("inf")
-    return epsilons
+        epsilons.append(NON_PRIVATE)
+    return [str(eps) for eps in epsilons]
 
 
 def trains_at(methods: Sequence[str], epsilon: float) -> list[str]:

@@ -35,7 +35,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import expand_runs
 from dpminimax.bench.common import StopFit, benchmark_settings
 from dpminimax.data import DatasetNotFoundError, load_dataset
-from dpminimax.experiments import Job, expand_jobs, load_experiments, parse_epsilon
+from dpminimax.experiments import Job, expand_jobs, load_experiments
 from dpminimax.kernels.allocator import retain_freed_memory
 
 EXPERIMENTS_FILE = Path("papers/dpfermi/experiments.yaml")   # from the repository root
@@ -92,7 +92,7 @@ def time_method(method: str, steps: int = 30, warmup: int = 3,
     retain_freed_memory()
     job = _timing_job(method, experiments_file)
     params = dict(job.params) if batch is None else {**job.params, "batch_size": batch}
-    specs = expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, params)[:runs]
+    specs = expand_runs(job.seeds, float(job.epsilon), job.delta, params)[:runs]
     data = load_dataset(job.dataset)
     expected_batch = min(params["batch_size"], len(data.y_train))
     per_epoch = math.ceil(len(data.y_train) / expected_batch)
@@ -188,7 +188,7 @@ def floor_parts(repeats: int = 200, experiments_file: str | Path = EXPERIMENTS_F
 
     job = _timing_job("dpfermi", experiments_file)
     data = load_dataset(job.dataset)
-    runs = len(expand_runs(job.seeds, parse_epsilon(job.epsilon), job.delta, job.params))
+    runs = len(expand_runs(job.seeds, float(job.epsilon), job.delta, job.params))
     n = len(data.y_train)
     q = min(1.0, job.params["batch_size"] / n)
     generators = [make_generator(r, "floor") for r in range(runs)]

@@ -38,6 +38,7 @@ from dpminimax.algorithms.fair.racodp import RacoDp, RacoDpProgram, racodp_relea
 from dpminimax.atomic import write_json
 from dpminimax.bench.common import StopFit, benchmark_settings, interleaved_medians
 from dpminimax.data import PreparedDataset, load_dataset, load_prepared
+from dpminimax.epsilon import Epsilon
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.kernels.allocator import retain_freed_memory
 from dpminimax.kernels.gather import RowGatherer
@@ -169,10 +170,11 @@ def tuning_jobs(configs: int | None = None, datasets: Sequence[str] | None = Non
     settings = benchmark_settings(experiments_file, "tuning")
     configs = settings["configs"] if configs is None else configs
     datasets = settings["datasets"] if datasets is None else datasets
+    wanted = None if epsilons is None else {Epsilon.parse(e, "--epsilons") for e in epsilons}
     jobs = [job for job in expand_jobs(load_experiments(experiments_file), scale,
                                        tuning="protocol")
             if job.experiment == settings["experiment"] and job.method == settings["method"]
-            and job.dataset in datasets and (epsilons is None or job.epsilon in epsilons)]
+            and job.dataset in datasets and (wanted is None or job.epsilon in wanted)]
     return [replace(job, tuning={**job.tuning, "configs": configs}) for job in jobs]
 
 
@@ -195,7 +197,7 @@ def run_tuning_benchmark(mode: str = "estimate", configs: int | None = None,
             if job.dataset not in prepared:  # untimed, once per dataset
                 prepared[job.dataset] = Path(tmp, job.dataset)
                 api.prepare_dataset(job.dataset, prepared[job.dataset])
-            seconds = (_run_job(job, prepared[job.dataset], Path(tmp, job.epsilon))
+            seconds = (_run_job(job, prepared[job.dataset], Path(tmp, str(job.epsilon)))
                        if mode == "full" else _estimate_job(job, steps))
             rows.append({"job": f"{job.dataset}/eps~{job.epsilon}", **seconds,
                          "minutes": sum(seconds.values()) / 60.0})

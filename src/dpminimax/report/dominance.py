@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpminimax.epsilon import Epsilon
 from dpminimax.report.reference import CONSTRAINT_VIOLATION
 from dpminimax.report.tradeoff import TRACE_COLUMN, trace_values
 
@@ -242,8 +243,8 @@ class _Curves:
                     for key, value in (("experiments", experiment), ("datasets", dataset))):
                 continue
             if spec.get("epsilons") is None or np.isclose(
-                    eps, [float(e) for e in _as_list(spec["epsilons"])], rtol=1e-9,
-                    atol=0.0).any():
+                    eps, [float(Epsilon.parse(e, "claim epsilon"))
+                          for e in _as_list(spec["epsilons"])], rtol=1e-9, atol=0.0).any():
                 selected.append((experiment, dataset, eps))
         return selected
 

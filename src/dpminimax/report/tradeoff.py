@@ -31,6 +31,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from dpminimax.epsilon import Epsilon
 from dpminimax.report.aggregate import ResultsTableError, epsilon_label, summarize
 from dpminimax.report.figures import _figure_legend, save_figure
 from dpminimax.report.reference import CONSTRAINT_VIOLATION
@@ -106,7 +107,7 @@ def plot_tradeoff(
         finite = [t.loc[t["dataset"].isin(datasets), "epsilon"] for t in (ours, theirs)]
         grid = sorted({float(e) for col in finite for e in col if math.isfinite(e)})
         epsilons = grid or [math.inf]
-    epsilons = [float(e) for e in epsilons]
+    epsilons = [float(Epsilon.parse(e, "epsilons")) for e in epsilons]
     if not datasets:
         raise ValueError(f"cannot plot the {violation!r} trade-off: no dataset to draw")
 

@@ -128,7 +128,7 @@ def test_controls_run_at_the_quick_scale_only_and_are_drawn_apart():
     from dpminimax.experiments import expand_jobs, load_experiments
     from dpminimax.report.style import method_style
     spec = load_experiments("papers/racodp/experiments.yaml")
-    controls = {scale: {(job.experiment, job.epsilon) for job in expand_jobs(spec, scale)
+    controls = {scale: {(job.experiment, str(job.epsilon)) for job in expand_jobs(spec, scale)
                         if job.method == "racodp_noise_off"} for scale in ("default", "quick")}
     assert not controls["default"]
     assert {("fig9_low_budget", "1"), ("fig4_dp", "1")} <= controls["quick"]

@@ -120,6 +120,23 @@ def test_accounting_within_target_and_inf_without_privacy(frame, dp_fit):
         dpminimax.fit("dp_sgd", frame, y="income", **FAST)
 
 
+def test_epsilon_given_as_its_label_trains_the_same(frame, dp_fit):
+    """``epsilon="1"`` is parsed by the one epsilon type into the number 1.0: same runs, same
+    accounting; ``"inf"`` is a non-private method's; a bad one is refused in one line."""
+    labelled = dpminimax.fit("dp_sgd", frame, y="income", s="group", epsilon="1", delta=1e-5,
+                             seeds=[0, 1], **FAST)
+    pd.testing.assert_frame_equal(labelled.metrics, dp_fit.metrics)
+    plain = dpminimax.fit("dp_sgd_nonprivate", frame, y="income", s="group", epsilon="inf",
+                          **FAST)
+    assert math.isinf(plain.accounting[0].epsilon)
+    with pytest.raises(ValueError, match=r"^epsilon: epsilon is not a number: 'one'$"):
+        dpminimax.fit("dp_sgd", frame, y="income", epsilon="one", delta=1e-5, **FAST)
+    with pytest.raises(ValueError, match=r"^epsilon: epsilon must be > 0, got -1$"):
+        dpminimax.fit("dp_sgd", frame, y="income", epsilon=-1, delta=1e-5, **FAST)
+    with pytest.raises(ValueError, match="epsilon must be positive and finite, got inf"):
+        dpminimax.fit("dp_sgd", frame, y="income", epsilon="inf", delta=1e-5, **FAST)
+
+
 def test_same_seed_same_result(frame, dp_fit):
     again = dpminimax.fit("dp_sgd", frame, y="income", s="group", epsilon=1.0, delta=1e-5,
                           seeds=[0, 1], **FAST)

@@ -10,7 +10,7 @@ from dpminimax.data import DatasetNotFoundError, load_dataset
 
 def test_paper_scale_jobs_are_figs_4_and_9():
     jobs = jagielski_jobs()
-    assert sorted((job.experiment, job.epsilon) for job in jobs) == sorted(
+    assert sorted((job.experiment, str(job.epsilon)) for job in jobs) == sorted(
         (experiment, eps) for experiment in ("fig4_credit_eo", "fig9_adult_eo")
         for eps in ("0.5", "1", "3"))
     for job in jobs:

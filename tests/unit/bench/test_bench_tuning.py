@@ -10,7 +10,7 @@ from dpminimax.data import DatasetNotFoundError, load_dataset
 
 def test_paper_scale_jobs_are_fig4_on_adult_and_credit_card():
     jobs = tuning_jobs(configs=40)
-    assert sorted((job.dataset, job.epsilon) for job in jobs) == sorted(
+    assert sorted((job.dataset, str(job.epsilon)) for job in jobs) == sorted(
         (name, eps) for name in ("adult", "credit-card") for eps in ("0.5", "1", "3", "9"))
     for job in jobs:
         assert job.tuning["configs"] == 40 and job.tuning["seeds"] == 5

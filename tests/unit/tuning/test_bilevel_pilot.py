@@ -154,7 +154,7 @@ def test_the_pilot_runs_at_the_specs_point_on_its_own_seeds(scale):
     2 runs - 1) at the same scale, so no pilot sample is an evaluation sample."""
     jobs = _jobs(scale)
     (pilot,) = [job for job in jobs if job.experiment == "e3_pilot"]
-    assert (pilot.dataset, pilot.method, pilot.epsilon) == ("pa_linear_response", "dp_bilevel",
+    assert (pilot.dataset, pilot.method, str(pilot.epsilon)) == ("pa_linear_response", "dp_bilevel",
                                                             "1")
     params = pilot.params
     assert (params["n"], params["d_x"], params["d_y"], params["schedule"]) == (

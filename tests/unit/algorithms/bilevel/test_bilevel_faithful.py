@@ -76,7 +76,7 @@ def test_e3_faithful_expands_at_every_scale(scale):
         if job.method == "dp_bilevel_locgd":
             assert job.params["inner_steps"] == 0
     if scale == "default":
-        assert {job.epsilon for job in jobs} == {"4"}
+        assert {str(job.epsilon) for job in jobs} == {"4"}
         assert all((job.params["d_x"], job.params["d_y"]) == (4, 16) for job in jobs)
 
 

@@ -123,7 +123,7 @@ def test_the_dimension_experiments_expand_at_every_scale(scale):
     jobs = {job.experiment: job for job in expand_jobs(load_experiments(EXPERIMENTS), scale)}
     for experiment, swept, fixed in (("e3_dx", "d_x", "d_y"), ("e3_dy", "d_y", "d_x")):
         job = jobs[experiment]
-        assert (job.method, job.epsilon, job.params["n"]) == ("dp_bilevel", "2", 16384)
+        assert (job.method, str(job.epsilon), job.params["n"]) == ("dp_bilevel", "2", 16384)
         assert job.params["schedule"] == "theory" and isinstance(job.params[fixed], int)
         assert len(job.params[swept]) == (2 if scale == "smoke" else
                                           4 if swept == "d_x" else 3)
