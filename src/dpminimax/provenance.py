@@ -7,7 +7,8 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
-import dpminimax
+#: The installed package's folder (this module sits at its top).
+PACKAGE_ROOT = Path(__file__).resolve().parent
 
 
 @cache
@@ -19,7 +20,7 @@ def code_fingerprint(*parts: str) -> str:
     fingerprint of what it calls as a ``param``; Snakemake re-runs a job whose params changed, so
     editing the library re-runs the jobs computed with the edited code and no others.
     """
-    return fingerprint_files(Path(dpminimax.__file__).resolve().parent, parts)
+    return fingerprint_files(PACKAGE_ROOT, parts)
 
 
 def fingerprint_files(root: Path, parts: tuple[str, ...] = ()) -> str:
@@ -62,7 +63,7 @@ def dataset_code_parts() -> tuple[dict[str, set[str]], tuple[str, ...]]:
     they import) and the shared ``data/*.py`` modules (all others)."""
     from dpminimax.data.registry import get_dataset_spec, list_datasets
 
-    root = Path(dpminimax.__file__).resolve().parent
+    root = PACKAGE_ROOT
     direct = {}
     for name in list_datasets():
         spec = get_dataset_spec(name)
