@@ -185,16 +185,17 @@ def _draw_curve(ax: Axes, points: pd.DataFrame, style: SeriesStyle, epsilon: flo
 KEYS = ["dataset", "method", "epsilon"]
 
 
-def table3_accuracy(table: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: per (dataset, method, ε) the seeds, test accuracy (%) mean and std (ddof 1),
-    the mean test AUC and F1 (fractions) and whether the data was a stand-in."""
-    columns = [*KEYS, "label", "n_seeds", "accuracy_mean", "accuracy_std", "auc_mean",
+def table3_accuracy(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Table 3: per (dataset, method, ε, ``by``) the seeds, test accuracy (%) mean and std
+    (ddof 1), the mean test AUC and F1 (fractions) and whether the data was a stand-in."""
+    keys = [*KEYS, *by]
+    columns = [*keys, "label", "n_seeds", "accuracy_mean", "accuracy_std", "auc_mean",
                "f1_mean", "data_standin"]
-    _require(table, ["test_accuracy"], "table3_accuracy")
+    _require(table, ["test_accuracy", *by], "table3_accuracy")
     rows = table[table["test_accuracy"].notna()]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    grouped = rows.assign(accuracy=rows["test_accuracy"] * 100.0).groupby(KEYS)
+    grouped = rows.assign(accuracy=rows["test_accuracy"] * 100.0).groupby(keys)
     result = grouped.agg(n_seeds=("seed", "nunique"), accuracy_mean=("accuracy", "mean"),
                          accuracy_std=("accuracy", "std")).reset_index()
     for column, name in (("test_auc", "auc_mean"), ("test_f1", "f1_mean")):
@@ -207,24 +208,26 @@ def table3_accuracy(table: pd.DataFrame) -> pd.DataFrame:
 BELOW, NOT_BELOW, UNDECIDED = "below", "not below", "inconclusive"
 
 
-def table3_objective(table: pd.DataFrame) -> pd.DataFrame:
-    """Whether Table 3's runs optimise the KL-DRO objective: per (dataset, method, ε) the final
-    Φ (Eq. (5) minimised over λ, on the curves' training rows) with its Student-t 95% interval
+def table3_objective(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Whether Table 3's runs optimise the KL-DRO objective: per (dataset, method, ε, ``by``)
+    the final Φ (Eq. (5) minimised over λ, on the curves' training rows) with its Student-t 95%
+    interval
     over seeds, Φ at initialisation (``trivial_dro_objective``, mean over seeds) and the class
     prior's Φ (``prior_dro_objective``, one value per dataset; NaN where no run recorded it),
     and the verdict against the smaller of the two: ``below`` (the interval's upper end below
     it), ``not below`` (its lower end at or above it), ``inconclusive`` (it straddles it, or
-    one seed)."""
-    columns = [*KEYS, "label", "n_seeds", "phi_final_mean", "phi_final_low", "phi_final_high",
+    one seed). ``by``: further columns that split a cell (a swept parameter, ``p_weight_cap``)."""
+    keys = [*KEYS, *by]
+    columns = [*keys, "label", "n_seeds", "phi_final_mean", "phi_final_low", "phi_final_high",
                "phi_init", "phi_prior", "verdict", "data_standin"]
-    _require(table, ["dro_objective", "trivial_dro_objective"], "table3_objective")
+    _require(table, ["dro_objective", "trivial_dro_objective", *by], "table3_objective")
     rows = table[table["dro_objective"].notna()].copy()
     if rows.empty:
         return pd.DataFrame(columns=columns)
     prior = rows["prior_dro_objective"] if "prior_dro_objective" in rows else math.nan
     rows["phi_prior"] = pd.Series(prior, index=rows.index, dtype=float).groupby(
         rows["dataset"]).transform("max")
-    grouped = rows.groupby(KEYS)
+    grouped = rows.groupby(keys)
     result = grouped.agg(n_seeds=("seed", "nunique"), phi_final_mean=("dro_objective", "mean"),
                          phi_init=("trivial_dro_objective", "mean"),
                          phi_prior=("phi_prior", "max")).reset_index()

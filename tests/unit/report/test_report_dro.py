@@ -177,3 +177,22 @@ def test_table3_objective_decides_by_the_interval_against_init_and_prior():
     lower_prior = runs.assign(prior_dro_objective=0.45)
     assert table3_objective(lower_prior).set_index("method").loc[
         "dp_sgda_dro", "verdict"] == "not below"
+
+
+def test_table3_objective_splits_a_cell_by_a_swept_parameter():
+    """``by=("p_weight_cap",)``: each weight cap of one (dataset, method, epsilon) gets its own
+    interval and verdict (issue #37's weight-cap sweep); without it the seeds of both pool."""
+    runs = pd.DataFrame([
+        {"experiment": "sweep", "dataset": "mnist-st", "method": "dp_double_spider",
+         "epsilon": 10.0, "seed": seed, "p_weight_cap": cap, "dro_objective": value,
+         "trivial_dro_objective": 0.70, "prior_dro_objective": 1.19}
+        for cap, values in ((5.0, [1.10, 1.15, 1.20]), (100.0, [0.40, 0.45, 0.50]))
+        for seed, value in enumerate(values)])
+    table = table3_objective(runs, by=("p_weight_cap",))
+    assert list(table["p_weight_cap"]) == [5.0, 100.0]
+    assert list(table["verdict"]) == ["not below", "below"]
+    assert list(table["n_seeds"]) == [3, 3]
+    pooled = table3_objective(runs)
+    assert len(pooled) == 1 and pooled["verdict"].iat[0] == "inconclusive"
+    with pytest.raises(ValueError, match="p_lr"):
+        table3_objective(runs, by=("p_lr",))
