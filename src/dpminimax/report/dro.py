@@ -211,12 +211,12 @@ BELOW, NOT_BELOW, UNDECIDED = "below", "not below", "inconclusive"
 def table3_objective(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     """Whether Table 3's runs optimise the KL-DRO objective: per (dataset, method, ε, ``by``)
     the final Φ (Eq. (5) minimised over λ, on the curves' training rows) with its Student-t 95%
-    interval
-    over seeds, Φ at initialisation (``trivial_dro_objective``, mean over seeds) and the class
-    prior's Φ (``prior_dro_objective``, one value per dataset; NaN where no run recorded it),
-    and the verdict against the smaller of the two: ``below`` (the interval's upper end below
-    it), ``not below`` (its lower end at or above it), ``inconclusive`` (it straddles it, or
-    one seed). ``by``: further columns that split a cell (a swept parameter, ``p_weight_cap``)."""
+    interval over seeds, Φ at initialisation (``trivial_dro_objective``, mean over seeds) and
+    the class prior's Φ (``prior_dro_objective``, one value per dataset; NaN where no run
+    recorded it), and the verdict against the smaller of the two: ``below`` (the interval's
+    upper end below it), ``not below`` (its lower end at or above it), ``inconclusive`` (it
+    straddles it, or one seed). ``by``: further columns that split a cell (a swept
+    parameter, ``p_weight_cap``)."""
     keys = [*KEYS, *by]
     columns = [*keys, "label", "n_seeds", "phi_final_mean", "phi_final_low", "phi_final_high",
                "phi_init", "phi_prior", "verdict", "data_standin"]
