@@ -1,6 +1,7 @@
-"""Where the KL-DRO objective Phi of trained DP-DRO models comes from (paper 004, Eq. (5) with
-rho 0.5, lam0 1e-3): for every model.pt under a train folder (results/dpdro/train/<experiment>),
-per run, on the first ROWS training rows: Phi, the minimising lambda, the share of rows
+"""Where the KL-DRO objective Phi of trained DP-DRO models comes from (paper 004, Eq. (5)):
+for every model.pt under a train folder (results/dpdro/train/<experiment>),
+per run, on the first ROWS training rows: Phi (with the run's own lam0 and rho, read from the
+``metrics.parquet`` beside the model), the minimising lambda, the share of rows
 misclassified, the mass Phi's worst-case distribution puts on them, its largest density ratio,
 the mean loss and the mean of the top 1% and 5% of the losses.
 
@@ -21,8 +22,6 @@ from dpminimax.api.model_io import load_model
 from dpminimax.data.storage import load_prepared
 from dpminimax.metrics.kl_dro import best_lambda, psi
 
-LAM0, RHO = 1e-3, 0.5
-
 
 def anatomy(train: Path, rows: int) -> pd.DataFrame:
     """One row per (dataset, method, epsilon, run) of the models under ``train``."""
@@ -33,11 +32,13 @@ def anatomy(train: Path, rows: int) -> pd.DataFrame:
         y = torch.as_tensor(np.asarray(data.y_train)[:rows])
         for path in sorted(dataset_dir.glob("*/eps~*/model.pt")):
             model, state, _ = load_model(path)
+            params = pd.read_parquet(path.parent / "metrics.parquet", columns=["p_lam0", "p_rho"])
+            lam0, rho = float(params["p_lam0"].iat[0]), float(params["p_rho"].iat[0])
             with torch.no_grad():
                 losses = model.losses(state, x, y).double()
                 wrong = model.predict(state, x) != y
-            lam = best_lambda(losses, LAM0, RHO)
-            phi = psi(losses, lam, RHO)
+            lam = best_lambda(losses, lam0, rho)
+            phi = psi(losses, lam, rho)
             for r in range(losses.shape[0]):
                 worst = torch.softmax(losses[r] / lam[r], 0)
                 top = torch.sort(losses[r], descending=True).values
