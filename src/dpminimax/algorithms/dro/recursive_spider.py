@@ -47,7 +47,8 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.runs import along_runs
 from dpminimax.metrics.kl_dro import compositional_weights
 
-#: Floor of s in units of e^m (s estimates a mean of positive terms; noise can push it below).
+#: Smallest s (units of e^m) a step divides by: s estimates a mean of positive terms, noise can
+#: push it below.
 S_FLOOR = 1e-3
 
 
@@ -184,14 +185,19 @@ class RecursiveSpiderProgram(DroProgram):
     def _update(self) -> None:
         """w_{t+1} = w_t - lr z_t, lam projected on [lam0, inf); then the public shift
         m += log s rescales the estimates to units of the new e^m (g_i -> g_i / s: s -> s / s,
-        v -> v / s, h = mean g log g -> (h - s log s) / s)."""
-        s = torch.clamp(self.s, min=S_FLOOR)
+        v -> v / s, h = mean g log g -> (h - s log s) / s). A run whose noisy s is at or below
+        ``S_FLOOR`` (s estimates a positive mean) holds w, lam and m for this step: dividing by
+        the floor would multiply the step by up to 1 / S_FLOOR and rescale s to -s / S_FLOOR."""
+        valid = self.s > S_FLOOR
+        s = torch.where(valid, self.s, torch.ones_like(self.s))
         log_s = torch.log(s)
         z_x = {k: v / along_runs(s, v) for k, v in self.v.items()}
         z_lam = self.rho + log_s - self.h / s
-        self.previous, self.params = self.params, descend(self.params, z_x, self.lr)
+        self.previous = self.params
+        self.params = descend(self.params, z_x, torch.where(valid, self.lr, 0.0))
         self.lam_before = self.lam
-        self.lam = torch.maximum(self.lam - self.lr_lam * z_lam, self.lam0)
+        self.lam = torch.where(valid, torch.maximum(self.lam - self.lr_lam * z_lam, self.lam0),
+                               self.lam)
         self.shift = self.shift + log_s
         self.h = (self.h - self.s * log_s) / s
         self.s = self.s / s

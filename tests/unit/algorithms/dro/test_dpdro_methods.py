@@ -495,3 +495,37 @@ def test_alg3_release_bounds_are_the_ranges_of_its_terms(cap):
     assert bounds["h_anchor"] == pytest.approx(float(h.abs().max()), rel=1e-6)
     assert bounds["h_difference"] == pytest.approx(float(h.max() - h.min()), rel=1e-6)
     assert bounds["s"] == pytest.approx(cap)
+
+
+def test_alg3_holds_a_run_whose_noisy_s_is_not_positive(problem):
+    """s estimates a positive mean: a run whose noisy s is at or below the floor holds x, lam
+    and the shift m for that step (dividing by the floor multiplied the step by 1000 and
+    rescaled s to -s / floor: the Fashion-MNIST-ST divergence), while the batch's other run
+    steps; the held run then recovers (STORM's s turns positive again) and stays finite."""
+    from dpminimax.algorithms.dro.recursive_spider import S_FLOOR
+
+    data, _ = problem
+    method = get_method("dp_recursive_spider")
+    runs = [RunSpec(seed, 1.0, 1e-5, {"model": "logistic_regression", "batch_size": 100,
+                                      "anchor_batch_size": 200, "epochs": 3.0, "period": 3,
+                                      "eval_every": 10_000, "curve_rows": N})
+            for seed in (0, 1)]
+    resolved, shared, plans = method.plan_runs(data, runs)
+    program = method.program(data, runs, resolved, shared, plans, CPU)
+    for _ in range(4):
+        program.step()
+    program.s = torch.tensor([-0.42, 1.0]) * program.s.new_ones(2)
+    before = ({k: v.clone() for k, v in program.params.items()}, program.lam.clone(),
+              program.shift.clone(), program.s.clone())
+    program._update()
+    for k, v in program.params.items():
+        assert torch.equal(v[0], before[0][k][0])
+        assert not torch.equal(v[1], before[0][k][1])
+    assert program.lam[0] == before[1][0] and program.shift[0] == before[2][0]
+    assert program.s[0] == before[3][0] and program.s[1] == pytest.approx(1.0)
+    recovered = []
+    while program.t < program.steps:
+        program.step()
+        recovered.append(bool(program.s[0] > S_FLOOR))
+    assert recovered[1] and all(torch.isfinite(v).all() for v in program.params.values())
+    assert float(program.s[0].abs()) < 10
