@@ -56,6 +56,10 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         # a synthetic problem (its own sample of N examples); a clip below the gradients'
         # size, so that unclipped sums would exceed N x the sensitivity
         "dp_sgda": {"epochs": 2, "n": N, "clip": 0.01},
+        # paper 004's SPIDER estimators on G1: anchors of 32 rows, periods of 3 steps
+        "dp_double_spider_game": {"epochs": 2, "n": N, "clip": 0.01, "anchor_batch_size": 32,
+                                  "period": 3},
+        "privatediff_game": {"epochs": 2, "n": N, "clip": 0.01, "period": 3},
         "output_perturbation": {"n": N}, "phased_output_perturbation": {"n": N},
         "phased_minimax_output_perturbation": {"n": N}, "csc_output_perturbation": {"n": N},
         "phased_sgd": {"n": N},

@@ -10,9 +10,12 @@ stage's current point and at the point of its last estimate, clipped per example
 ``min(c ||z_t - z_{t-1}||, 2 C)``, c default the problem's smoothness l: a per-example gradient
 difference is at most l ||z_t - z_{t-1}||, so on the feasible set no difference is clipped).
 Then ``y <- Pi(y + lr v_y)`` and ``x <- Pi(x - lr v_x)`` on the blocks' balls; the output is
-the average of the iterates (as DP-SGDA's). Every release is one block's clipped sum plus
-Gaussian noise (sensitivity its clip bound), over the expected batch size qn; the schedule, the
-release tree, the difference shrink and the movement are :mod:`dpminimax.algorithms.spider`'s,
+the average of the iterates (as DP-SGDA's). Defaults, fixed a priori (not tuned): b = 16 and
+16 epochs (T = n steps at n = 1024, as the baselines' theory schedules), period q = 4 and an
+anchor batch b_1 = q b (an anchor costs what the period's differences cost).
+
+Every release is one block's clipped sum plus Gaussian noise (sensitivity its clip bound),
+over the expected batch size qn; the schedule, the release tree, the difference shrink and the movement are :mod:`dpminimax.algorithms.spider`'s,
 shared with the DP-DRO programs, and one noise multiplier is calibrated to (epsilon, delta)
 over the whole schedule (anchors and differences at their two Poisson rates) by the
 ``accountant`` (``rdp`` or ``pld``).
@@ -24,8 +27,11 @@ over the whole schedule (anchors and differences at their two Poisson rates) by 
   maximized blocks a fresh clipped gradient each step, the minimized blocks a SPIDER restarted
   every ``period`` steps (their default 2).
 
-``lr`` is a number or ``"1/smoothness"`` (1 / l, fixed a priori from the problem's constants;
-no tuning). DP Recursive-SPIDER (Alg. 3) is not here: it estimates the inner function of the
+``lr`` is a number or ``"constants"``: min(1 / l, (D / L) / max(sqrt(n), sqrt(d log(1 / delta))
+/ epsilon)), fixed a priori from the problem's constants (the step of DP-SGDA's and NSEG's
+theory schedules; no tuning).
+
+DP Recursive-SPIDER (Alg. 3) is not here: it estimates the inner function of the
 compositional objective Eq. (5), lam log E[e^{l / lam}], by a STORM average inside a logarithm;
 a game F(x, y) = E f(x, y; xi) has no such inner expectation, and Alg. 3 with the identity as
 the outer function is Alg. 2's x update alone (no maximized block), so it does not apply.
@@ -69,7 +75,8 @@ from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
 
 SMOOTHNESS = "smoothness"
-SMOOTHNESS_STEP = "1/smoothness"
+#: ``lr`` fixed a priori from the problem's constants and the privacy target (below).
+CONSTANTS_STEP = "constants"
 
 
 class SpiderGame(ProblemMethod):
@@ -82,13 +89,13 @@ class SpiderGame(ProblemMethod):
     #: Whether the maximized blocks' estimate is a SPIDER (else a fresh gradient every step).
     max_spider: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
-        **PROBLEM_PARAMETERS, "lr": SMOOTHNESS_STEP, "batch_size": 64, "anchor_batch_size": 256,
-        "epochs": 5, "period": 8, "clip": LIPSCHITZ, "difference_clip": SMOOTHNESS,
+        **PROBLEM_PARAMETERS, "lr": CONSTANTS_STEP, "batch_size": 16, "anchor_batch_size": 64,
+        "epochs": 16, "period": 4, "clip": LIPSCHITZ, "difference_clip": SMOOTHNESS,
         "accountant": "rdp"}
     checks: ClassVar[dict[str, Check]] = {
         **PROBLEM_CHECKS,
-        "lr": Check(f"{SMOOTHNESS_STEP!r} (1 / l) or a number >= 0",
-                    lambda v: v == SMOOTHNESS_STEP or (isinstance(v, (int, float))
+        "lr": Check(f"{CONSTANTS_STEP!r} (from L, D, l) or a number >= 0",
+                    lambda v: v == CONSTANTS_STEP or (isinstance(v, (int, float))
                                                        and math.isfinite(v) and v >= 0)),
         "batch_size": COUNT, "anchor_batch_size": COUNT, "epochs": POSITIVE, "period": COUNT,
         "clip": Check(f"{LIPSCHITZ!r} (the problem's L) or a finite number > 0",
@@ -130,8 +137,8 @@ class SpiderGame(ProblemMethod):
             shape, lambda s: self.layout(params, problem, n, s)[0], run.epsilon, run.delta,
             params["accountant"]), 0.0)
         constants = problem.constants
-        lr = (1.0 / constants.smoothness if params["lr"] == SMOOTHNESS_STEP
-              else float(params["lr"]))
+        lr = (a_priori_step(problem, n, run.epsilon, run.delta)
+              if params["lr"] == CONSTANTS_STEP else float(params["lr"]))
         factor = (constants.smoothness if params.get("difference_clip", SMOOTHNESS) == SMOOTHNESS
                   else float(params["difference_clip"]))
         return RunPlan.account(
@@ -146,6 +153,16 @@ class SpiderGame(ProblemMethod):
         problem = self.problem(shared)
         return SpiderGameProgram(self, problem, self.samples(problem, runs, resolved, device),
                                  [run.seed for run in runs], resolved, plans, device)
+
+
+def a_priori_step(problem: Problem, n: int, epsilon: float, delta: float) -> float:
+    """min(1 / l, (D / L) / max(sqrt(n), sqrt(d log(1 / delta)) / epsilon)), d all blocks'
+    dimension (the privacy term is 0 at epsilon = inf)."""
+    constants = problem.constants
+    dim = sum(block.dim for block in problem.blocks)
+    privacy = math.sqrt(dim * math.log(1.0 / delta)) / epsilon
+    return min(1.0 / constants.smoothness,
+               constants.diameter / constants.lipschitz / max(math.sqrt(n), privacy))
 
 
 def clip_norm(params: dict[str, Any], problem: Problem) -> float:
