@@ -15,10 +15,10 @@ the average of the iterates (as DP-SGDA's). Defaults, fixed a priori (not tuned)
 anchor batch b_1 = q b (an anchor costs what the period's differences cost).
 
 Every release is one block's clipped sum plus Gaussian noise (sensitivity its clip bound),
-over the expected batch size qn; the schedule, the release tree, the difference shrink and the movement are :mod:`dpminimax.algorithms.spider`'s,
-shared with the DP-DRO programs, and one noise multiplier is calibrated to (epsilon, delta)
-over the whole schedule (anchors and differences at their two Poisson rates) by the
-``accountant`` (``rdp`` or ``pld``).
+over the expected batch size qn. The schedule, the release tree, the difference shrink and the
+movement are :mod:`dpminimax.algorithms.spider`'s, shared with the DP-DRO programs; one noise
+multiplier is calibrated to (epsilon, delta) over the whole schedule (anchors and differences at
+their two Poisson rates) by the ``accountant`` (``rdp`` or ``pld``).
 
 * ``dp_double_spider_game`` (Alg. 2): each stage from its own Poisson batch; every ``period``
   steps both stages anchor (rate ``anchor_batch_size / n``), in between they release
