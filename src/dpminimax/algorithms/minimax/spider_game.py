@@ -57,6 +57,7 @@ from dpminimax.algorithms.problem_method import (
 )
 from dpminimax.algorithms.spider import (
     ANCHOR,
+    DIFFERENCE,
     Stage,
     calibrated_noise,
     descend,
@@ -121,7 +122,7 @@ class SpiderGame(ProblemMethod):
         clip = clip_norm(params, problem)
         releases = {f"{block.name}_{kind}": Release(f"{block.name}_{kind}", "gaussian", sigma,
                                                     clip * (1.0 if kind == ANCHOR else 2.0))
-                    for block in problem.blocks for kind in (ANCHOR, "difference")}
+                    for block in problem.blocks for kind in (ANCHOR, DIFFERENCE)}
         rates = sampling_rates(params["batch_size"], params["anchor_batch_size"], n)
         schedule = spider_schedule(period, self.stages(problem), self.separate_batches)
         return schedule_tree(schedule, period, periods, releases, rates), steps, rates
@@ -139,7 +140,7 @@ class SpiderGame(ProblemMethod):
         constants = problem.constants
         lr = (a_priori_step(problem, n, run.epsilon, run.delta)
               if params["lr"] == CONSTANTS_STEP else float(params["lr"]))
-        factor = (constants.smoothness if params.get("difference_clip", SMOOTHNESS) == SMOOTHNESS
+        factor = (constants.smoothness if params["difference_clip"] == SMOOTHNESS
                   else float(params["difference_clip"]))
         return RunPlan.account(
             self.layout(params, problem, n, sigma)[0],
@@ -254,7 +255,7 @@ class SpiderGameProgram:
             shift = movement(point, self.at[k])
             estimate = {}
             for b in names:
-                name = f"{b}_difference"
+                name = f"{b}_{DIFFERENCE}"
                 shrink = difference_shrink(self.releases[name].clip, shift, self.factor)
                 estimate[b] = self.estimate[k][b] + self.release(name, now[b] - before[b],
                                                                  mask, q, shrink)
