@@ -123,6 +123,21 @@ def difference_shrink(bound: torch.Tensor, movement: torch.Tensor, factor: torch
                        torch.clamp(factor * movement / bound, max=1.0))
 
 
+def check_feedback(difference_clip: float, lr: float, sigma: float, d: int,
+                   batch_size: int) -> None:
+    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
+    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
+    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
+    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
+    factor = difference_clip * lr * sigma * math.sqrt(d) / batch_size
+    if factor >= 1:
+        raise ValueError(
+            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {difference_clip:g}"
+            f" * {lr:g} * {sigma:.4g} * sqrt({d}) / {batch_size} = "
+            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
+            f"or lr")
+
+
 def movement(now: Mapping[str, torch.Tensor], before: Mapping[str, torch.Tensor],
              *scalars: torch.Tensor) -> torch.Tensor:
     """||(x_t - x_{t-1}, scalar changes)|| per run (R,)."""

@@ -11,7 +11,6 @@ bound is 2 C, shrunk each step by that public factor
 from __future__ import annotations
 
 import logging
-import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from dpminimax.algorithms.params import (
 from dpminimax.algorithms.spider import (
     Schedule,
     calibrated_noise,
+    check_feedback,
     difference_shrink,
     sampling_rates,
     schedule_tree,
@@ -115,26 +115,12 @@ class ScheduledDroMethod(Method):
             params["accountant"]), 0.0)
         tree, *_ = self.layout(params, n, sigma)
         if data is not None and any(r.name.endswith("_difference") for r in releases_of(tree)):
-            check_feedback(params, sigma, parameter_count(data, params["model"]))
+            check_feedback(params["difference_clip"], params["lr"], sigma,
+                           parameter_count(data, params["model"]), params["batch_size"])
         return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
                                       "sampling_rate": rates["step"],
                                       "anchor_sampling_rate": rates["anchor"]},
                                run.delta, params["accountant"])
-
-
-def check_feedback(params: Mapping[str, Any], sigma: float, d: int) -> None:
-    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
-    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
-    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
-    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
-    factor = (params["difference_clip"] * params["lr"] * sigma * math.sqrt(d)
-              / params["batch_size"])
-    if factor >= 1:
-        raise ValueError(
-            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {params['difference_clip']:g}"
-            f" * {params['lr']:g} * {sigma:.4g} * sqrt({d}) / {params['batch_size']} = "
-            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
-            f"or lr")
 
 
 def network_for(data: PreparedDataset, architecture: str):

@@ -60,6 +60,7 @@ from dpminimax.algorithms.spider import (
     DIFFERENCE,
     Stage,
     calibrated_noise,
+    check_feedback,
     descend,
     difference_shrink,
     movement,
@@ -129,7 +130,8 @@ class SpiderGame(ProblemMethod):
 
     def plan(self, run: RunSpec, n: int, data: PreparedDataset | None = None) -> RunPlan:
         """One Gaussian noise multiplier for every release of the schedule, calibrated to the
-        run's (epsilon, delta) over the derived event."""
+        run's (epsilon, delta) over the derived event; a schedule whose difference noise feeds
+        back is refused (:func:`~dpminimax.algorithms.spider.check_feedback`)."""
         params = self.resolve(run.params)
         problem = self.problem(params)
         _, steps, rates = self.layout(params, problem, n, 0.0)
@@ -142,6 +144,8 @@ class SpiderGame(ProblemMethod):
               if params["lr"] == CONSTANTS_STEP else float(params["lr"]))
         factor = (constants.smoothness if params["difference_clip"] == SMOOTHNESS
                   else float(params["difference_clip"]))
+        check_feedback(factor, lr, sigma, sum(block.dim for block in problem.blocks),
+                       params["batch_size"])
         return RunPlan.account(
             self.layout(params, problem, n, sigma)[0],
             {"noise_multiplier": sigma, "steps": steps, "sampling_rate": rates["step"],

@@ -156,3 +156,17 @@ def test_every_difference_sum_is_clipped_at_the_shrunk_bound(name, monkeypatch):
         norms = torch.linalg.vector_norm(summed, dim=-1)
         assert bool((norms <= biggest * bound * (1 + 1e-9)).all())
         assert bool((norms > 0.2 * bound).any())  # the clip binds: sums reach the bound
+
+
+def test_a_schedule_whose_difference_noise_feeds_back_is_refused():
+    """c lr sigma sqrt(d) / b >= 1 (the shared rule of the DP-DRO programs): at the step 1 / l
+    the difference noise of G1 at epsilon 0.5 would grow from step to step to the 2 C cap; the
+    a-priori step is far below it."""
+    method = get_method("dp_double_spider_game")
+    smoothness = method.problem(method.resolve({"problem": G1})).constants.smoothness
+    with pytest.raises(ValueError, match="feeds back"):
+        method.plan(RunSpec(0, 0.5, 1e-5, {"problem": G1, "lr": 1 / smoothness}), 1024)
+    plan = method.plan(RunSpec(0, 0.5, 1e-5, {"problem": G1}), 1024)
+    d, b = 20, 16  # x and y, each of dimension 10; the default batch
+    assert (plan.values["difference_factor"] * plan.values["lr"] * plan.values["noise_multiplier"]
+            * math.sqrt(d) / b) < 0.2
