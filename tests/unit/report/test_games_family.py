@@ -19,6 +19,8 @@ from dpminimax.report.leaderboard import FAMILIES, leaderboard, load_runs, selec
 
 ROOT = Path(__file__).resolve().parents[3]
 EXPERIMENTS = ("cross_paper_scsc", "cross_paper_cc")
+#: Paper 004's SPIDER estimators on the games (Alg. 2; PrivateDiff), in every cell.
+SPIDER = {"dp_double_spider_game", "privatediff_game"}
 METRIC = FAMILIES["games"].metric
 N = 64  # a few seconds for every job; NSEG's theory schedule costs O(n^2) gradients
 
@@ -49,6 +51,7 @@ def test_every_listed_method_runs_on_every_game_of_its_experiment(runs):
     ran = runs.groupby(["experiment", "dataset"])["method"].agg(set)
     for experiment, dataset in expected:
         listed = set(spec["experiments"][experiment]["methods"])
+        assert SPIDER <= listed
         assert ran[(experiment, dataset)] == listed
     assert np.isfinite(runs[METRIC]).all()
     assert np.isfinite(runs[f"trivial_{METRIC}"]).all()
@@ -70,3 +73,4 @@ def test_each_cell_ranks_four_methods_from_two_papers_beside_the_trivial_point(r
         assert "trivial" in set(cell["method"])
         assert len(methods) >= 4
         assert len({get_method(m).paper for m in methods}) >= 2
+        assert SPIDER <= methods

@@ -43,20 +43,22 @@ from dpminimax.algorithms.dro.dro_program import (
     COMMON_CHECKS,
     COMMON_PARAMETERS,
     DIFFERENCE_CLIP,
-    Draw,
     DroProgram,
     ScheduledDroMethod,
+    noiseless_control,
+)
+from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
+from dpminimax.algorithms.spider import (
+    ANCHOR,
+    Stage,
     add_to,
     descend,
     movement,
-    noiseless_control,
+    spider_schedule,
     subtract,
 )
-from dpminimax.algorithms.params import CLIP, COUNT, NON_NEGATIVE, POSITIVE, Check
 from dpminimax.data import PreparedDataset
 from dpminimax.metrics.kl_dro import dual_weights
-
-ANCHOR, DIFFERENCE = "anchor", "difference"
 
 
 class DualSpiderMethod(ScheduledDroMethod):
@@ -94,17 +96,11 @@ class DualSpiderMethod(ScheduledDroMethod):
         return params["period"] if (self.dual_spider or self.primal_spider) else 1
 
     def schedule(self, params):
-        """Step t's draws: (rate, releases) for eta then x, or one shared draw."""
-        period = self.period(params)
-
-        def draws(t: int) -> tuple[Draw, ...]:
-            dual = DIFFERENCE if self.dual_spider and t % period else ANCHOR
-            primal = DIFFERENCE if self.primal_spider and t % period else ANCHOR
-            if self.separate_batches:
-                return (Draw("anchor" if dual == ANCHOR else "step", (f"dual_{dual}",)),
-                        Draw("anchor" if primal == ANCHOR else "step", (f"x_{primal}",)))
-            return (Draw("step", (f"dual_{dual}", f"x_{primal}")),)
-        return draws
+        """Step t's draws (:func:`~dpminimax.algorithms.spider.spider_schedule`): eta then x,
+        from separate batches (Alg. 2) or one shared draw."""
+        return spider_schedule(self.period(params), (Stage(("dual",), self.dual_spider),
+                                                     Stage(("x",), self.primal_spider)),
+                               self.separate_batches)
 
     def program(self, data: PreparedDataset, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],

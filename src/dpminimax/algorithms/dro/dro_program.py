@@ -1,20 +1,16 @@
-"""What paper 004's methods share (Algs. 2-3 and baselines): the step schedule and its release
-tree, Poisson batches, per-example gradients of a weighted loss, clipped and noised releases, and
-the curves.
-
-A method's step ``t`` makes one or more *draws*: a Poisson batch at the anchor or the step
-sampling rate and the releases computed from it (:class:`Draw`). The same schedule gives the
-plan's release tree (:func:`schedule_tree`) and drives the program, so what is accounted and
-what is noised cannot drift apart. SPIDER differences (Alg. 2 l. 6 and 12, Alg. 3 l. 13-14)
-clip each example's gradient difference at two iterates to ``min(c * ||w_t - w_{t-1}||,
-2 C)`` (our choice where the paper is silent): their release's bound is 2 C and is shrunk each step
-by that public factor (:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
+"""What paper 004's methods share (Algs. 2-3 and baselines) beyond the SPIDER machinery of
+:mod:`dpminimax.algorithms.spider` (draws, schedules, release trees, the difference shrink,
+defined there once for the DRO programs and the games): the method's plan over its release
+bounds, Poisson batches, per-example gradients of a weighted loss, clipped and noised releases,
+and the curves. SPIDER differences (Alg. 2 l. 6 and 12, Alg. 3 l. 13-14) clip each example's
+gradient difference at two iterates to ``min(c * ||w_t - w_{t-1}||, 2 C)``: their release's
+bound is 2 C, shrunk each step by that public factor
+(:meth:`~dpminimax.privacy.release.BatchedRelease.shrunk`), noise with it.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,24 +26,24 @@ from dpminimax.algorithms.params import (
     POSITIVE,
     Check,
 )
+from dpminimax.algorithms.spider import (
+    Schedule,
+    calibrated_noise,
+    check_feedback,
+    difference_shrink,
+    sampling_rates,
+    schedule_tree,
+    steps_and_periods,
+)
 from dpminimax.data import PreparedDataset
 from dpminimax.data.inputs import training_rows
 from dpminimax.kernels.clip import clip_scaled, per_sample_norms
 from dpminimax.kernels.gather import as_tensor, batch_values
-from dpminimax.kernels.runs import along_runs
 from dpminimax.kernels.sampling import expected_batch_size, poisson_batches
 from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
 from dpminimax.metrics.kl_dro import example_losses, loss_residuals
 from dpminimax.models.network import batched_model
-from dpminimax.privacy.calibrate import calibrate_release_parameter
-from dpminimax.privacy.release import (
-    Batch,
-    BatchedRelease,
-    Part,
-    Release,
-    Repeat,
-    releases_of,
-)
+from dpminimax.privacy.release import BatchedRelease, Part, Release, releases_of
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import DRO_CLASSIFICATION
 
@@ -67,58 +63,6 @@ DIFFERENCE_CLIP = 1.0
 #: Parameters one batched program shares (sampling rates, step counts, shapes).
 SHARED_PARAMETERS = ("batch_size", "anchor_batch_size", "epochs", "period", "accountant",
                      "model", "eval_every", "curve_rows")
-
-
-@dataclass(frozen=True)
-class Draw:
-    """One Poisson batch of a step, at the ``rate`` named ("anchor" or "step"), and the names of
-    the releases made from it."""
-
-    rate: str
-    releases: tuple[str, ...]
-
-
-Schedule = Callable[[int], tuple[Draw, ...]]
-
-
-def schedule_tree(schedule: Schedule, period: int, periods: int,
-                  releases: Mapping[str, Release], rates: Mapping[str, float]) -> Part:
-    """The release tree of ``periods`` repetitions of steps 0..period-1 of ``schedule``:
-    consecutive identical draws become one ``Batch`` with a count."""
-    parts: list[Batch] = []
-    for t in range(period):
-        for draw in schedule(t):
-            batch = Batch(tuple(releases[name] for name in draw.releases), 1, rates[draw.rate])
-            last = parts[-1] if parts else None
-            if last is not None and (last.releases, last.sampling_rate) == (
-                    batch.releases, batch.sampling_rate):
-                parts[-1] = Batch(batch.releases, last.count + 1, batch.sampling_rate)
-            else:
-                parts.append(batch)
-    if len(parts) == 1:
-        only = parts[0]
-        return Batch(only.releases, only.count * periods, only.sampling_rate)
-    return Repeat(tuple(parts), periods)
-
-
-def steps_and_periods(epochs: float, n: int, batch_size: int, period: int) -> tuple[int, int]:
-    """T = ceil(epochs n / b) rounded up to whole periods (epochs count step batches)."""
-    periods = max(1, math.ceil(math.ceil(epochs * n / batch_size) / period))
-    return periods * period, periods
-
-
-#: Calibrated noise multipliers by (schedule key, epsilon, delta, accountant).
-_CALIBRATED: dict[tuple, float] = {}
-
-
-def calibrated_noise(key: tuple, make: Callable[[float], Part], epsilon: float, delta: float,
-                     accountant: str) -> float:
-    """The noise multiplier shared by every release of the tree ``make(sigma)`` with which it
-    meets (epsilon, delta), memoised on ``key`` (what determines the tree's shape)."""
-    full = (key, epsilon, delta, accountant)
-    if full not in _CALIBRATED:
-        _CALIBRATED[full] = calibrate_release_parameter(make, epsilon, delta, accountant)
-    return _CALIBRATED[full]
 
 
 class ScheduledDroMethod(Method):
@@ -156,8 +100,7 @@ class ScheduledDroMethod(Method):
         steps, periods = steps_and_periods(params["epochs"], n, params["batch_size"], period)
         releases = {name: Release(name, "gaussian", sigma, self.release_bound(name, params))
                     for name in self.release_bounds}
-        rates = {"step": min(1.0, params["batch_size"] / n),
-                 "anchor": min(1.0, params["anchor_batch_size"] / n)}
+        rates = sampling_rates(params["batch_size"], params["anchor_batch_size"], n)
         return (schedule_tree(self.schedule(params), period, periods, releases, rates),
                 steps, period, rates)
 
@@ -172,26 +115,12 @@ class ScheduledDroMethod(Method):
             params["accountant"]), 0.0)
         tree, *_ = self.layout(params, n, sigma)
         if data is not None and any(r.name.endswith("_difference") for r in releases_of(tree)):
-            check_feedback(params, sigma, parameter_count(data, params["model"]))
+            check_feedback(params["difference_clip"], params["lr"], sigma,
+                           parameter_count(data, params["model"]), params["batch_size"])
         return RunPlan.account(tree, {"noise_multiplier": sigma, "steps": steps,
                                       "sampling_rate": rates["step"],
                                       "anchor_sampling_rate": rates["anchor"]},
                                run.delta, params["accountant"])
-
-
-def check_feedback(params: Mapping[str, Any], sigma: float, d: int) -> None:
-    """Refuse a SPIDER whose difference noise feeds back: a difference release clipped at
-    c ||w_t - w_{t-1}|| adds noise of norm about sigma c ||w_t - w_{t-1}|| sqrt(d) / b, which
-    moves the next iterate by lr times that, so c lr sigma sqrt(d) / b >= 1 lets the noise grow
-    from step to step until the 2C cap (papers/dpdro/README.md, "Deviation: clipping")."""
-    factor = (params["difference_clip"] * params["lr"] * sigma * math.sqrt(d)
-              / params["batch_size"])
-    if factor >= 1:
-        raise ValueError(
-            f"difference_clip * lr * sigma * sqrt(d) / batch_size = {params['difference_clip']:g}"
-            f" * {params['lr']:g} * {sigma:.4g} * sqrt({d}) / {params['batch_size']} = "
-            f"{factor:.3g} >= 1: the SPIDER difference noise feeds back; lower difference_clip "
-            f"or lr")
 
 
 def network_for(data: PreparedDataset, architecture: str):
@@ -350,9 +279,7 @@ class DroProgram:
         """``min(c ||w_t - w_{t-1}||, 2 C) / (2 C)`` (R,): the shrink of the difference release
         ``name`` (bound 2 C) for the iterate movement (R,) and the per-run c (our choice where the
         paper is silent)."""
-        bound = self.releases[name].clip
-        return torch.where(torch.isinf(bound), torch.ones_like(bound),
-                           torch.clamp(factor * movement / bound, max=1.0))
+        return difference_shrink(self.releases[name].clip, movement, factor)
 
     def record(self) -> None:
         """Advance the step counter and record the curves when due."""
@@ -362,29 +289,3 @@ class DroProgram:
     def extra_curve_values(self) -> dict[str, torch.Tensor]:
         """Per-run scalars (R,) the method adds to its curves (its dual variable)."""
         return {}
-
-
-def movement(now: Mapping[str, torch.Tensor], before: Mapping[str, torch.Tensor],
-             *scalars: torch.Tensor) -> torch.Tensor:
-    """||(x_t - x_{t-1}, scalar changes)|| per run (R,)."""
-    total = sum((now[k] - before[k]).flatten(start_dim=1).square().sum(dim=1) for k in now)
-    for change in scalars:
-        total = total + change.square()
-    return total.sqrt()
-
-
-def subtract(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
-             ) -> dict[str, torch.Tensor]:
-    return {k: a[k] - b[k] for k in a}
-
-
-def add_to(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
-           ) -> dict[str, torch.Tensor]:
-    return {k: a[k] + b[k] for k in a}
-
-
-def descend(params: dict[str, torch.Tensor], direction: Mapping[str, torch.Tensor],
-            lr: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``params - lr_r * direction`` (a new dict; ``params`` is kept as the previous iterate)."""
-    return {k: v - along_runs(lr, v) * direction[k] for k, v in params.items()}
-

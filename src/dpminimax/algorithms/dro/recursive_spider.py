@@ -26,14 +26,9 @@ from dpminimax.algorithms.dro.dro_program import (
     COMMON_PARAMETERS,
     DIFFERENCE_CLIP,
     SHARED_PARAMETERS,
-    Draw,
     DroProgram,
     ScheduledDroMethod,
-    add_to,
-    descend,
-    movement,
     noiseless_control,
-    subtract,
 )
 from dpminimax.algorithms.params import (
     CLIP,
@@ -43,6 +38,7 @@ from dpminimax.algorithms.params import (
     Check,
     one_of,
 )
+from dpminimax.algorithms.spider import Draw, add_to, descend, movement, subtract
 from dpminimax.data import PreparedDataset
 from dpminimax.kernels.runs import along_runs
 from dpminimax.metrics.kl_dro import compositional_weights

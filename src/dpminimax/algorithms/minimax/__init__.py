@@ -21,8 +21,15 @@ from dpminimax.algorithms.minimax.phased_output_perturbation import (
 )
 from dpminimax.algorithms.minimax.phased_sgd import PhasedSgd, PhasedSgdNonPrivate
 from dpminimax.algorithms.minimax.sgda import DpSgda, DpSgdBassily, Sgda
+from dpminimax.algorithms.minimax.spider_game import (
+    DoubleSpiderGame,
+    DpDoubleSpiderGame,
+    PrivateDiffGame,
+    PrivateDiffGameNonPrivate,
+)
 
 METHODS: tuple[type[Method], ...] = (
     DpSgda, Sgda, DpSgdBassily, Nseg, Seg, OutputPerturbation, ExactSolution,
     RidgeOutputPerturbation, PhasedOutputPerturbation, PhasedExact, PhasedMinimaxOutputPerturbation,
-    PhasedMinimaxExact, CscOutputPerturbation, CscExact, PhasedSgd, PhasedSgdNonPrivate)
+    PhasedMinimaxExact, CscOutputPerturbation, CscExact, PhasedSgd, PhasedSgdNonPrivate,
+    DpDoubleSpiderGame, DoubleSpiderGame, PrivateDiffGame, PrivateDiffGameNonPrivate)
