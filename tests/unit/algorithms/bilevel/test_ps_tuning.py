@@ -20,6 +20,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.algorithms.bilevel.ps_tuning import trial_count
 from dpminimax.privacy.accounting import RDP_ORDERS
+from dpminimax.privacy.release import release_counts
 from dpminimax.problems import get_bilevel_problem
 from dpminimax.seeding import make_generator
 from dpminimax.trivial import column
@@ -44,6 +45,7 @@ def test_calibrated_noise_meets_epsilon_and_the_repetition_is_charged(target):
     trial = event.event
     assert trial == dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(noise)] * 2)
     releases = {r.name: r for r in (plan.release("fit"), plan.release("score"))}
+    assert release_counts(plan.releases) == {"fit": math.inf, "score": math.inf}  # K unbounded
     c = problem.constants
     assert releases["fit"].sensitivity == pytest.approx(2 * c.l0g_y / (problem.omega_min * 1000))
     assert releases["score"].sensitivity == 2.0
