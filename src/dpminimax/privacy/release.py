@@ -17,6 +17,9 @@ A method's plan arranges releases in a tree whose event is derived, never writte
   ``sampling_rate=None`` is the full dataset (no sampling event).
 * :class:`Repeat`: ``parts`` in order, ``count`` times (composed outside).
 * :class:`Parallel`: ``parts`` on disjoint parts of the data (composed in parallel).
+* :class:`RepeatAndSelect`: ``parts`` as one trial, run a random number of times, only the
+  best trial's output released (Papernot & Steinke 2022; dp_accounting's
+  ``RepeatAndSelectDpEvent``).
 
 :class:`BatchedRelease` is the same release for the R runs of a batched program: its ``clip``
 (R,) bounds the per-example contributions, :meth:`~BatchedRelease.privatize` is the one privacy
@@ -157,7 +160,28 @@ class Parallel:
         return events[0]
 
 
-Part = Union[Batch, Repeat, Parallel]  # noqa: UP007 (a runtime alias used before Python 3.12)
+@dataclass(frozen=True)
+class RepeatAndSelect:
+    """``parts`` as one trial, repeated K times with K random (truncated negative binomial
+    of ``mean`` and ``shape``: 1 geometric, 0 logarithmic), and only the best trial's output
+    released: dp_accounting's ``RepeatAndSelectDpEvent`` (Papernot & Steinke 2022, Thms. 2
+    and 6). K is unbounded, so each release is made an unbounded number of times
+    (``count`` inf)."""
+
+    parts: tuple[Part, ...]
+    mean: float
+    shape: float
+
+    #: How many times the trial is made: unbounded (K has unbounded support).
+    count = math.inf
+
+    def event(self) -> DpEvent:
+        trial = self.parts[0] if len(self.parts) == 1 else Repeat(self.parts)
+        return dp_event.RepeatAndSelectDpEvent(trial.event(), float(self.mean),
+                                               float(self.shape))
+
+
+Part = Union[Batch, Repeat, Parallel, RepeatAndSelect]  # noqa: UP007 (a runtime alias used before Python 3.12)
 
 
 def releases_of(part: Part) -> list[Release]:
@@ -167,17 +191,17 @@ def releases_of(part: Part) -> list[Release]:
     return [release for sub in part.parts for release in releases_of(sub)]
 
 
-def release_counts(part: Part) -> dict[str, int]:
+def release_counts(part: Part) -> dict[str, float]:
     """How many times ``part`` makes each release (by name): a batch's count, multiplied by
-    the counts of the repeats around it."""
-    counts: dict[str, int] = {}
+    the counts of the repeats around it (inf inside a :class:`RepeatAndSelect`)."""
+    counts: dict[str, float] = {}
     if isinstance(part, Batch):
         for release in part.releases:
             counts[release.name] = counts.get(release.name, 0) + int(part.count)
         return counts
     for sub in part.parts:
         for name, count in release_counts(sub).items():
-            counts[name] = counts.get(name, 0) + count * int(getattr(part, "count", 1))
+            counts[name] = counts.get(name, 0) + count * getattr(part, "count", 1)
     return counts
 
 

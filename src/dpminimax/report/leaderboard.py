@@ -103,8 +103,9 @@ FAMILIES = {
                                   knobs=("p_gamma", "p_lam")),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
     "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
-    # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega; the
-    # start x0 as trivial): the excess test loss of the exact fit at the tuned omega, per
+    # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega) and
+    # Papernot & Steinke 2022's random repetition (ps_tuning, e6_tuning; the start x0 as
+    # trivial): the excess test loss of the exact fit at the tuned omega, per
     # problem, n and number of hyper-parameters d_x
     "hyperparameter_tuning": Family(("bilevel",), "excess_test_loss",
                                     ("dataset", "p_n", "p_d_x")),

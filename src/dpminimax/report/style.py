@@ -81,6 +81,7 @@ _METHODS: dict[str, tuple[str, str, str]] = {  # name -> (label, colour, marker)
                         "x"),
     "dp_grid": ("DP-Grid (OP fits, report-noisy-min)", "#D55E00", "^"),
     "fixed_omega": ("Fixed ω = ω_min, OP fit", "#E69F00", "v"),
+    "ps_tuning": ("Papernot & Steinke 2022 (geometric repetition)", "#CC79A7", "D"),
     "np_grid": ("Grid search (non-private)", "#999999", "^"),
     "dp_sgd": ("DP-SGD", "#56B4E9", "v"),
     "tran2021a": ("Tran et al. 2021a", "#E69F00", "P"),

@@ -69,7 +69,7 @@ TINY = {"dp_sgd": {"epochs": 2}, "racodp": {"max_steps": 10},
         "dp_recursive_spider": DRO}
 #: Methods that release once (their program has one step).
 ONE_STEP = ("output_perturbation", "exact_solution", "ridge_output_perturbation", "dp_grid",
-            "fixed_omega", "np_grid")
+            "fixed_omega", "np_grid", "ps_tuning")
 #: Methods that release exact solutions or SGD outputs: their sensitivity is a stability bound
 #: (BYOA Lemmas 3.3, 3.5, 4.3, 4.5; Hardt et al. 2016 for phased SGD), not n clipped
 #: contributions; test_output_perturbation, test_phased_minimax and test_phased_sgd check them

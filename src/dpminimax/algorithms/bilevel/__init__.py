@@ -17,8 +17,9 @@ from dpminimax.algorithms.bilevel.dp_bilevel import (
     NpPen,
     Sec7PaperSign,
 )
+from dpminimax.algorithms.bilevel.ps_tuning import PsTuning
 
 METHODS: tuple[type[Method], ...] = (
     DpBilevel, DpBilevelLocGd, DpBilevelGd, DpBilevelLocGdWarm, NpPen, NpAid, DpBilevelPublicOuter,
     Sec7PaperSign, DpGrid, FixedOmega, NonPrivateGrid, DpAid, DpBilevelMinibatch,
-    DpBilevelMinibatchLocSgd)
+    DpBilevelMinibatchLocSgd, PsTuning)

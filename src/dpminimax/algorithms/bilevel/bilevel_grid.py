@@ -56,10 +56,7 @@ class DpGrid(DpBilevel):
         """K ``fit`` releases and, for K > 1, one ``select`` release (module docstring)."""
         params = self.resolve(run.params)
         problem = self.problem(params)
-        if not hasattr(problem, "candidates"):
-            raise ValueError(f"method {self.name!r} tunes a hyperparameter: problem "
-                             f"{params['problem']!r} has no candidates")
-        count = len(problem.candidates(int(params["candidates"])))
+        count = len(self.candidates(problem, params))
         rho = self.calibrate(run, lambda: zcdp_budget(run.epsilon, run.delta), 0.0)
         fit_share = rho / (2 * count) if count > 1 else rho / count
         lower = subproblems(problem.constants, float(params["lam"]))["y"]
@@ -72,6 +69,13 @@ class DpGrid(DpBilevel):
         plan = RunPlan.account(tree, {"rho_per_fit": fit_share}, run.delta,
                                params["accountant"])
         return RunPlan(tree, plan.values, plan.record | self.guarantee(run, tree, plan, None))
+
+    def candidates(self, problem: BilevelProblem, params: dict[str, Any]) -> torch.Tensor:
+        """The problem's ``candidates`` points x (K, d_x) (refused for a problem without)."""
+        if not hasattr(problem, "candidates"):
+            raise ValueError(f"method {self.name!r} tunes a hyperparameter: problem "
+                             f"{params['problem']!r} has no candidates")
+        return problem.candidates(int(params["candidates"]))
 
     def program(self, data: FixedSample | None, runs: Sequence[RunSpec],
                 resolved: Sequence[dict[str, Any]], shared: dict[str, Any],
@@ -122,14 +126,9 @@ class GridProgram:
 
     def step(self) -> None:
         problem, runs = self.model, len(self.x_out)
-        fits = []
-        for point in self.points:
-            x = point.expand(runs, -1)
-            exact = problem.inner_solution(x, self.stats)
-            factor = modulus_shrink(problem.constants, "y", problem.lower_modulus(x))
-            released = self.releases["fit"].shrunk(factor).perturb(exact, self.noise["fit"])
-            fits.append(problem.y.project(released))
-        stacked = torch.stack(fits, 1)
+        stacked = torch.stack([released_fit(problem, self.stats, point.expand(runs, -1),
+                                            self.releases["fit"], self.noise["fit"])
+                               for point in self.points], 1)
         chosen = torch.zeros(runs, dtype=torch.long, device=self.x_out.device)
         if "select" in self.releases:
             chosen = self._select(stacked)
@@ -138,10 +137,25 @@ class GridProgram:
 
     def _select(self, fits: torch.Tensor) -> torch.Tensor:
         """The index of each run's smallest noisy validation loss (release ``select``)."""
-        problem = self.model
-        losses = torch.clamp(problem.validation_losses(fits, self.examples),
-                             max=self.loss_clip).sum(-1)
+        losses = clipped_validation_loss(self.model, fits, self.examples, self.loss_clip)
         return self.releases["select"].select_min(losses, self.noise["select"])
+
+
+def released_fit(problem: BilevelProblem, stats: dict[str, torch.Tensor], x: torch.Tensor,
+                 release: BatchedRelease, noise: Sequence[torch.Generator]) -> torch.Tensor:
+    """The exact inner fit at each run's x (R, d_x) released by output perturbation
+    (``release``, its sensitivity shrunk by mu_g / omega at x: the noise multiplier, hence the
+    event, is the planned one), projected onto Y: (R, d_y)."""
+    exact = problem.inner_solution(x, stats)
+    factor = modulus_shrink(problem.constants, "y", problem.lower_modulus(x))
+    return problem.y.project(release.shrunk(factor).perturb(exact, noise))
+
+
+def clipped_validation_loss(problem: BilevelProblem, fits: torch.Tensor,
+                            examples: dict[str, torch.Tensor], clip: float) -> torch.Tensor:
+    """The validation loss of fits (R, M, d_y), each example's clipped at ``clip`` B: sums
+    of terms in [0, B], so replacing one example moves each by at most B: (R, M)."""
+    return torch.clamp(problem.validation_losses(fits, examples), max=clip).sum(-1)
 
 
 NonPrivateGrid = nonprivate_twin(
