@@ -16,7 +16,8 @@ from dpminimax.algorithms.base import RunSpec
 #: 3 epochs (and DP bilevel's subsampled outer batch at the second point).
 POINTS = ((4.0, 1e-5, {}), (1.0, 1e-6, {"batch_size": 8, "epochs": 3, "batch_out": 16}))
 
-#: The plans' numeric values at each (method, point), recorded before the change.
+#: The plans' numeric values at each (method, point), recorded before the change (methods added
+#: since: recorded when they were added, so that a later change to their calibration shows).
 PINNED = {('csc_output_perturbation', 0): {'chunk': 10,
                                   'mu': 4.774138623384377,
                                   'noise_multiplier': 1.2464557852589668,
@@ -303,7 +304,35 @@ PINNED = {('csc_output_perturbation', 0): {'chunk': 10,
  ('tran2021b', 1): {'noise_multiplier': 4.618375819070758,
                     'sampling_rate': 0.125,
                     'steps': 24,
-                    'steps_per_epoch': 8}}
+                    'steps_per_epoch': 8},
+ ('dp_double_spider_game', 0): {'anchor_sampling_rate': 0.5,
+                                'clip_norm': 0.01,
+                                'difference_factor': 1.5,
+                                'lr': 0.05237828008789241,
+                                'noise_multiplier': 2.0531267961208215,
+                                'sampling_rate': 0.25,
+                                'steps': 9},
+ ('dp_double_spider_game', 1): {'anchor_sampling_rate': 0.5,
+                                'clip_norm': 0.01,
+                                'difference_factor': 1.5,
+                                'lr': 0.025208253252628467,
+                                'noise_multiplier': 9.871291087938172,
+                                'sampling_rate': 0.125,
+                                'steps': 24},
+ ('privatediff_game', 0): {'anchor_sampling_rate': 1.0,
+                           'clip_norm': 0.01,
+                           'difference_factor': 1.5,
+                           'lr': 0.05237828008789241,
+                           'noise_multiplier': 1.9041848257771596,
+                           'sampling_rate': 0.25,
+                           'steps': 9},
+ ('privatediff_game', 1): {'anchor_sampling_rate': 1.0,
+                           'clip_norm': 0.01,
+                           'difference_factor': 1.5,
+                           'lr': 0.025208253252628467,
+                           'noise_multiplier': 4.568680591458082,
+                           'sampling_rate': 0.125,
+                           'steps': 24}}
 
 
 def test_every_private_method_is_pinned():
