@@ -109,10 +109,7 @@ class GridProgram:
         self.points = problem.candidates(count).to(device)
         self.loss_clip = loss_clip
         names = [name for name in GRID_RELEASES if name in release_counts(plans[0].releases)]
-        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
-                         for name in names}
-        self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
-                      for name in names}
+        self.releases, self.noise = batched_releases(plans, names, runs, device)
         self.x_out = self.points[0].expand(len(runs), -1).clone()
         self.released = torch.zeros(len(runs), dtype=problem.dtype, device=device)
 
@@ -140,6 +137,18 @@ class GridProgram:
         losses = clipped_validation_loss(self.model, fits, self.examples, self.loss_clip)
         return self.releases["select"].select_min(losses, self.noise["select"])
 
+
+
+def batched_releases(plans: Sequence[RunPlan], names: Sequence[str], runs: Sequence[RunSpec],
+                     device: torch.device) -> tuple[dict[str, BatchedRelease],
+                                                    dict[str, list[torch.Generator]]]:
+    """Each named release batched over the runs' plans, and its per-run noise streams
+    ``noise_<name>``."""
+    releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                for name in names}
+    noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
+             for name in names}
+    return releases, noise
 
 def released_fit(problem: BilevelProblem, stats: dict[str, torch.Tensor], x: torch.Tensor,
                  release: BatchedRelease, noise: Sequence[torch.Generator]) -> torch.Tensor:

@@ -37,6 +37,7 @@ import torch
 from dpminimax.algorithms.base import RunPlan, RunSpec
 from dpminimax.algorithms.bilevel.bilevel_grid import (
     DpGrid,
+    batched_releases,
     clipped_validation_loss,
     released_fit,
 )
@@ -45,7 +46,7 @@ from dpminimax.algorithms.bilevel.dp_bilevel import run_samples
 from dpminimax.algorithms.params import COUNT, one_of
 from dpminimax.privacy.accounting import epsilon
 from dpminimax.privacy.calibrate import calibrate_release_parameter
-from dpminimax.privacy.release import Batch, BatchedRelease, Release, RepeatAndSelect
+from dpminimax.privacy.release import Batch, Release, RepeatAndSelect
 from dpminimax.problems import BilevelProblem, FixedSample
 from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
@@ -128,10 +129,7 @@ class TrialsProgram:
         for r, (stream, count) in enumerate(zip(streams, counts, strict=True)):
             self.choices[r, :count] = torch.randint(len(points), (count,), generator=stream)
         self.choices = self.choices.to(device)
-        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
-                         for name in TRIAL_RELEASES}
-        self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
-                      for name in TRIAL_RELEASES}
+        self.releases, self.noise = batched_releases(plans, TRIAL_RELEASES, runs, device)
         self.x_out = points[0].expand(len(runs), -1).clone()
         self.released = torch.zeros(len(runs), dtype=problem.dtype, device=device)
 
