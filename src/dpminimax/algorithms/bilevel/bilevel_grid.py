@@ -82,7 +82,8 @@ class DpGrid(DpBilevel):
                 plans: Sequence[RunPlan], device: torch.device) -> GridProgram:
         problem = self.problem(shared)
         return GridProgram(problem, run_samples(problem, data, runs, shared, device), runs,
-                           int(shared["candidates"]), float(shared["loss_clip"]), plans, device)
+                           self.candidates(problem, shared).to(device),
+                           float(shared["loss_clip"]), plans, device)
 
 
 class FixedOmega(DpGrid):
@@ -96,20 +97,24 @@ class FixedOmega(DpGrid):
 
 
 class GridProgram:
-    """R runs of DP-Grid in one step; ``state`` is the chosen candidate x."""
+    """R runs of DP-Grid in one step over the candidate ``points`` (K, d_x); ``state`` is the
+    chosen candidate x."""
 
     steps = 1
+    #: The releases this program can make (those of its plan are batched, with their streams).
+    RELEASES: tuple[str, ...] = GRID_RELEASES
 
     def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
-                 runs: Sequence[RunSpec], count: int, loss_clip: float,
+                 runs: Sequence[RunSpec], points: torch.Tensor, loss_clip: float,
                  plans: Sequence[RunPlan], device: torch.device) -> None:
-        self.model, self.samples = problem, samples
+        self.model, self.samples, self.points, self.loss_clip = problem, samples, points, loss_clip
         self.examples = stack_examples(samples)
         self.stats = problem.statistics(self.examples)
-        self.points = problem.candidates(count).to(device)
-        self.loss_clip = loss_clip
-        names = [name for name in GRID_RELEASES if name in release_counts(plans[0].releases)]
-        self.releases, self.noise = batched_releases(plans, names, runs, device)
+        names = [name for name in self.RELEASES if name in release_counts(plans[0].releases)]
+        self.releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
+                         for name in names}
+        self.noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
+                      for name in names}
         self.x_out = self.points[0].expand(len(runs), -1).clone()
         self.released = torch.zeros(len(runs), dtype=problem.dtype, device=device)
 
@@ -137,18 +142,6 @@ class GridProgram:
         losses = clipped_validation_loss(self.model, fits, self.examples, self.loss_clip)
         return self.releases["select"].select_min(losses, self.noise["select"])
 
-
-
-def batched_releases(plans: Sequence[RunPlan], names: Sequence[str], runs: Sequence[RunSpec],
-                     device: torch.device) -> tuple[dict[str, BatchedRelease],
-                                                    dict[str, list[torch.Generator]]]:
-    """Each named release batched over the runs' plans, and its per-run noise streams
-    ``noise_<name>``."""
-    releases = {name: BatchedRelease([plan.release(name) for plan in plans], device)
-                for name in names}
-    noise = {name: [make_generator(run.seed, f"noise_{name}", device) for run in runs]
-             for name in names}
-    return releases, noise
 
 def released_fit(problem: BilevelProblem, stats: dict[str, torch.Tensor], x: torch.Tensor,
                  release: BatchedRelease, noise: Sequence[torch.Generator]) -> torch.Tensor:

@@ -37,7 +37,7 @@ import torch
 from dpminimax.algorithms.base import RunPlan, RunSpec
 from dpminimax.algorithms.bilevel.bilevel_grid import (
     DpGrid,
-    batched_releases,
+    GridProgram,
     clipped_validation_loss,
     released_fit,
 )
@@ -48,7 +48,6 @@ from dpminimax.privacy.accounting import epsilon
 from dpminimax.privacy.calibrate import calibrate_release_parameter
 from dpminimax.privacy.release import Batch, Release, RepeatAndSelect
 from dpminimax.problems import BilevelProblem, FixedSample
-from dpminimax.problems.base import stack_examples
 from dpminimax.seeding import make_generator
 
 #: The truncated negative binomial's shape: 1, the geometric distribution.
@@ -109,19 +108,17 @@ class PsTuning(DpGrid):
                              device)
 
 
-class TrialsProgram:
+class TrialsProgram(GridProgram):
     """R runs of :class:`PsTuning` in one step; ``state`` is the best trial's candidate x.
     Every run makes max_r K_r trials (vectorised); run r's trials beyond its K_r are dropped
     before the selection, its noise streams and its output unchanged by the other runs."""
 
-    steps = 1
+    RELEASES = TRIAL_RELEASES
 
     def __init__(self, problem: BilevelProblem, samples: list[dict[str, torch.Tensor]],
                  runs: Sequence[RunSpec], points: torch.Tensor, loss_clip: float,
                  mean: float, plans: Sequence[RunPlan], device: torch.device) -> None:
-        self.model, self.samples, self.points, self.loss_clip = problem, samples, points, loss_clip
-        self.examples = stack_examples(samples)
-        self.stats = problem.statistics(self.examples)
+        super().__init__(problem, samples, runs, points, loss_clip, plans, device)
         streams = [make_generator(run.seed, "trials") for run in runs]
         counts = [trial_count(stream, mean) for stream in streams]
         #: each run's candidate index per trial (R, max K); -1 past its K_r
@@ -129,13 +126,6 @@ class TrialsProgram:
         for r, (stream, count) in enumerate(zip(streams, counts, strict=True)):
             self.choices[r, :count] = torch.randint(len(points), (count,), generator=stream)
         self.choices = self.choices.to(device)
-        self.releases, self.noise = batched_releases(plans, TRIAL_RELEASES, runs, device)
-        self.x_out = points[0].expand(len(runs), -1).clone()
-        self.released = torch.zeros(len(runs), dtype=problem.dtype, device=device)
-
-    @property
-    def state(self) -> dict[str, torch.Tensor]:
-        return {"x": self.x_out}
 
     @property
     def counters(self) -> list[dict[str, float]]:
