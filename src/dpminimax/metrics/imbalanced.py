@@ -97,12 +97,16 @@ def prior_objective(y: torch.Tensor, lam0: float, rho: float) -> float:
 
 
 def reference_objectives(model, data, device: torch.device, seeds, *, rows: int, lam0: float,
-                         rho: float) -> tuple[torch.Tensor, float]:
+                         rho: float, output_scale: torch.Tensor | None = None
+                         ) -> tuple[torch.Tensor, float]:
     """``(Phi at each seed's initialisation (R,), Phi of the class prior)`` on the first
-    ``rows`` training rows (the curves' rows): what a trained run must end below."""
+    ``rows`` training rows (the curves' rows): what a trained run must end below. The initial
+    model is released as the runs are: its logits times ``output_scale`` (R,) if given."""
     x = _head(split_inputs(data, "train", device), rows)
     y = torch.as_tensor(np.asarray(data.y_train)[:rows], device=device)
     state = model.init_state(len(seeds), device, list(seeds))
+    if output_scale is not None:
+        state = model.scale_logits(state, output_scale)
     _, _, initial = dro_gradient_norm(model, state, x, y, lam0, rho)
     return initial, prior_objective(y, lam0, rho)
 

@@ -53,6 +53,12 @@ class BatchedLogisticRegression:
         """Logits (R, n, K) for inputs ``x`` of shape (n, d) shared by all runs or (R, n, d)."""
         return linear_logits(state["weight"], state["bias"], x)
 
+    def scale_logits(self, state: dict[str, torch.Tensor], factor: torch.Tensor
+                     ) -> dict[str, torch.Tensor]:
+        """The state whose logits are run r's times ``factor[r]`` (R,) (post-processing)."""
+        return {"weight": state["weight"] * factor.reshape(-1, 1, 1),
+                "bias": state["bias"] * factor.reshape(-1, 1)}
+
     def losses(self, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor):
         """Per-example losses (R, n)."""
         yr = y if y.dim() == 2 else y.unsqueeze(0).expand(state["weight"].shape[0], -1)

@@ -145,6 +145,20 @@ class BatchedNetwork:
                         module, {k: v[r] for k, v in state.items()}, (inputs,)))
         return torch.stack([torch.cat(parts) for parts in outputs])
 
+    @functools.cached_property
+    def output_layer(self) -> str:
+        """The prefix of the last ``nn.Linear``, which every architecture applies last (its
+        output is the logits)."""
+        return [name for name, m in self.module.named_modules() if isinstance(m, nn.Linear)][-1]
+
+    def scale_logits(self, state: dict[str, torch.Tensor], factor: torch.Tensor
+                     ) -> dict[str, torch.Tensor]:
+        """The state whose logits are run r's times ``factor[r]`` (R,): the output layer's
+        weight and bias scaled (post-processing of a trained state)."""
+        scaled = {f"{self.output_layer}.weight", f"{self.output_layer}.bias"}
+        return {k: v * factor.reshape(-1, *([1] * (v.dim() - 1))) if k in scaled else v
+                for k, v in state.items()}
+
     def losses(self, state: dict[str, torch.Tensor], x: torch.Tensor,
                y: torch.Tensor) -> torch.Tensor:
         """Per-example cross-entropy (R, n)."""

@@ -47,14 +47,24 @@ class DroClassification(Task):
         return rows
 
 
+def output_scales(fit: FitResult, device: torch.device) -> torch.Tensor:
+    """1 / T (R,): each run's released logits are its model's divided by its output temperature
+    (a parameter of every paper-004 method; 1 where a method has none)."""
+    return torch.tensor([1.0 / float(p.get("temperature", 1.0)) for p in fit.resolved_params],
+                        device=device)
+
+
 def initial_model_metrics(fit: FitResult, data: PreparedDataset,
                           device: torch.device) -> list[dict[str, Any]]:
     """Per run, the trivial columns of its initial model (``model.init_state`` of its seed,
-    the programs' start, :class:`~dpminimax.algorithms.dro.dro_program.DroProgram`): test
+    the programs' start, :class:`~dpminimax.algorithms.dro.dro_program.DroProgram`, released
+    at the run's output temperature as its trained model is): test
     accuracy, AUC and F1, and at the curves' rows its point of the curves (``trivial_curve``)
     with its DRO gradient norm and objective Phi; and the class prior's Phi on the same rows
     (``prior_dro_objective``). Uses no random numbers of any run."""
-    initial = fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs])
+    initial = fit.model.scale_logits(
+        fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs]),
+        output_scales(fit, device))
     logits = fit.model.logits(initial, split_inputs(data, "test", device)).cpu().numpy()
     first = fit.resolved_params[0]  # the curves' rows and Phi's lam0, rho are shared
     recorder = CurveRecorder(fit.model, data, device, every=1, steps=0,

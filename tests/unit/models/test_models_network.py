@@ -16,6 +16,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.kernels.clip import clip_and_accumulate
 from dpminimax.kernels.layerwise import LayerTape, layerwise_per_sample_grads
 from dpminimax.models import ResNet16
+from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.models.network import BatchedNetwork, batched_model
 from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.seeding import make_generator
@@ -144,3 +145,25 @@ def test_saved_network_spec_rebuilds_the_model():
     fields = _plain_fields(net)
     assert fields == {"architecture": "vgg9", "input_shape": [3, 16, 16], "num_classes": 9}
     assert SAVED_MODELS[net.name](**fields) == net
+
+
+@pytest.mark.parametrize("architecture, shape", [
+    ("small_cnn", (1, 28, 28)), ("resnet20_small", (1, 28, 28)), ("resnet16_small", (3, 32, 32)),
+    ("vgg9", (3, 32, 32))])
+def test_scale_logits_multiplies_each_runs_logits(architecture, shape):
+    """The output layer is the one applied last: scaling it scales the logits, run by run."""
+    model = BatchedNetwork(architecture, shape, 2)
+    state = model.init_state(2, torch.device("cpu"), [0, 1])
+    x = torch.randn(5, *shape, generator=torch.Generator().manual_seed(0))
+    factor = torch.tensor([0.125, 1.0])
+    scaled = model.logits(model.scale_logits(state, factor), x)
+    torch.testing.assert_close(scaled, model.logits(state, x) * factor.view(2, 1, 1))
+
+
+def test_scale_logits_of_logistic_regression():
+    model = BatchedLogisticRegression(3, num_classes=1)
+    state = {"weight": torch.randn(2, 1, 3), "bias": torch.randn(2, 1)}
+    x = torch.randn(4, 3)
+    factor = torch.tensor([0.5, 2.0])
+    torch.testing.assert_close(model.logits(model.scale_logits(state, factor), x),
+                               model.logits(state, x) * factor.view(2, 1, 1))

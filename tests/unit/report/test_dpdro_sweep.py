@@ -58,3 +58,39 @@ def test_table_splits_by_the_swept_column_and_reads_the_last_lambdas(sweep, tmp_
     assert table.loc[5.0, "lam_method"] == pytest.approx(0.2)
     assert table.loc[100.0, "lam_phi"] == pytest.approx(2.2)
     assert table.loc[5.0, "phi_final_mean"] == pytest.approx(1.2)
+
+
+def test_a_job_released_at_t_equals_the_job_trained_at_t(sweep, tmp_path):
+    """The output temperature is post-processing: re-releasing a T = 1 job's saved models at
+    T = 4 gives the Phi, Phi(init) and lambdas the same job trained at T = 4 reports."""
+    import numpy as np
+    from toydata import toy_dataset
+
+    from dpminimax.api import train
+    from dpminimax.data import save_prepared
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 3))
+    y = (x[:, 0] + 0.5 * rng.normal(size=300) > 1.0).astype(int)
+    save_prepared(toy_dataset(x, y, np.zeros(300, dtype=int)), tmp_path / "data")
+    jobs = {}
+    for t in (1.0, 4.0):
+        config = {"paper": "dpdro", "experiment": "sweep", "dataset": "toy",
+                  "method": "dp_double_spider", "epsilon": "1", "delta": 1e-5, "seeds": [0, 1],
+                  "params": {"model": "logistic_regression", "batch_size": 50, "epochs": 1.0,
+                             "anchor_batch_size": 100, "eval_every": 5, "curve_rows": 300,
+                             "temperature": t}}
+        train(config, tmp_path / "data", tmp_path / f"t{t:g}")
+        jobs[t] = pd.read_parquet(tmp_path / f"t{t:g}" / "metrics.parquet").sort_values("seed")
+    released = sweep.released_at(tmp_path / "t1", [4.0]).sort_values("seed")
+    for column in ("dro_objective", "trivial_dro_objective"):
+        np.testing.assert_allclose(released[column], jobs[4.0][column], rtol=1e-5)
+    last = [json.loads(c)[-1] for c in jobs[4.0]["curve"]]
+    again = [json.loads(c)[-1] for c in released["curve"]]
+    np.testing.assert_allclose([p["dro_lambda"] for p in again],
+                               [p["dro_lambda"] for p in last], rtol=1e-5)
+    assert not np.allclose(jobs[1.0]["dro_objective"], jobs[4.0]["dro_objective"])
+    sweep.temperature(str(tmp_path / "t.csv"), "1,4", str(tmp_path / "t1"))
+    table = pd.read_csv(tmp_path / "t.csv").set_index("p_temperature")
+    assert table.loc[4.0, "phi_final_mean"] == pytest.approx(jobs[4.0]["dro_objective"].mean(),
+                                                             rel=1e-5)

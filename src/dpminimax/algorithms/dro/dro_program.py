@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin, per_run
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     COUNT,
@@ -46,16 +46,19 @@ from dpminimax.models.network import batched_model
 from dpminimax.privacy.release import BatchedRelease, Part, Release, releases_of
 from dpminimax.seeding import make_generator
 from dpminimax.tasks import DRO_CLASSIFICATION
+from dpminimax.tasks.dro import output_scales
 
 LOG = logging.getLogger(__name__)
 
-#: Parameters every paper-004 method has (the training budget, the model and the curves).
+#: Parameters every paper-004 method has (the training budget, the model, the curves and the
+#: output temperature T: the released model's logits are the trained model's divided by T,
+#: post-processing; 1 = the paper's, papers/dpdro/README.md "Deviation: output temperature").
 COMMON_PARAMETERS: dict[str, Any] = {
     "batch_size": 128, "epochs": 2.0, "accountant": "rdp", "model": "small_cnn",
-    "eval_every": 50, "curve_rows": 512}
+    "eval_every": 50, "curve_rows": 512, "temperature": 1.0}
 COMMON_CHECKS: dict[str, Check] = {
     "batch_size": COUNT, "epochs": POSITIVE, "accountant": ACCOUNTANT, "model": MODEL,
-    "eval_every": COUNT, "curve_rows": COUNT}
+    "eval_every": COUNT, "curve_rows": COUNT, "temperature": POSITIVE}
 #: c of the SPIDER difference clips min(c ||w_t - w_{t-1}||, 2C): the 90-99th percentile of the
 #: per-example difference / iterate movement ratio measured on MNIST-ST at epsilon 1 (DP
 #: Double-SPIDER 0.72 / 1.27, DP Recursive-SPIDER 0.94 / 3.7; papers/dpdro/README.md).
@@ -144,7 +147,8 @@ def control_verdicts(fit, data: PreparedDataset, device: torch.device) -> list[d
     initial, prior = reference_objectives(fit.model, data, device,
                                           [run.seed for run in fit.runs],
                                           rows=int(first["curve_rows"]),
-                                          lam0=float(first["lam0"]), rho=float(first["rho"]))
+                                          lam0=float(first["lam0"]), rho=float(first["rho"]),
+                                          output_scale=output_scales(fit, device))
     return [{"phi_final": row["dro_objective"], "phi_init": float(start), "phi_prior": prior,
              "below": bool(row["dro_objective"] < min(float(start), prior))}
             for row, start in zip(fit.counters, initial, strict=True)]
@@ -210,13 +214,17 @@ class DroProgram:
         self.rates = dict(rates)
         self.steps = steps
         self.t = 0
+        self.output_scale = 1.0 / per_run(resolved, "temperature", device)
         self.curves = CurveRecorder(self.model, data, device, every=shared["eval_every"],
                                     steps=steps, rows=shared["curve_rows"], lam0=lam0, rho=rho,
                                     runs=len(seeds))
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
-        return self.params
+        """The released model: the iterate with its logits divided by each run's temperature."""
+        if bool((self.output_scale == 1).all()):
+            return self.params
+        return self.model.scale_logits(self.params, self.output_scale)
 
     @property
     def counters(self) -> list[dict[str, Any]]:
@@ -284,7 +292,7 @@ class DroProgram:
     def record(self) -> None:
         """Advance the step counter and record the curves when due."""
         self.t += 1
-        self.curves.maybe_record(self.t, self.params, self.extra_curve_values())
+        self.curves.maybe_record(self.t, self.state, self.extra_curve_values())
 
     def extra_curve_values(self) -> dict[str, torch.Tensor]:
         """Per-run scalars (R,) the method adds to its curves (its dual variable)."""

@@ -529,3 +529,28 @@ def test_alg3_holds_a_run_whose_noisy_s_is_not_positive(problem):
         recovered.append(bool(program.s[0] > S_FLOOR))
     assert recovered[1] and all(torch.isfinite(v).all() for v in program.params.values())
     assert float(program.s[0].abs()) < 10
+
+
+@pytest.mark.parametrize("name", ["dp_double_spider", "dp_recursive_spider"])
+def test_the_output_temperature_is_post_processing(problem, name):
+    """Two runs of one seed at T = 1 and T = 4 train the same iterates under the same plan; the
+    T = 4 run releases them with logits divided by 4, and its curves evaluate that release."""
+    data, _ = problem
+    method = get_method(name)
+    base = {"model": "logistic_regression", "batch_size": 50, "anchor_batch_size": 100,
+            "eval_every": 5, "curve_rows": N, "epochs": 1.0}
+    runs = [RunSpec(0, 1.0, 1e-5, {**base, "temperature": t}) for t in (1.0, 4.0)]
+    fit = method.fit(data, runs, CPU)
+    for key in ("weight", "bias"):  # the same iterates, up to a run's place in the batch
+        torch.testing.assert_close(fit.state[key][1] * 4, fit.state[key][0], rtol=1e-5, atol=0)
+    assert fit.accounting[0] == fit.accounting[1]
+    assert fit.resolved_params[0]["noise_multiplier"] == fit.resolved_params[1][
+        "noise_multiplier"] > 0
+    x = torch.as_tensor(data.x_train[:N], dtype=torch.float32)
+    y = torch.as_tensor(data.y_train[:N])
+    losses = torch.nn.functional.binary_cross_entropy_with_logits(
+        fit.model.logits(fit.state, x)[..., 0], y.float().expand(2, -1), reduction="none")
+    phi = psi(losses.double(), best_lambda(losses, LAM0, RHO), RHO)
+    final = [json.loads(c["curve"])[-1]["dro_objective"] for c in fit.counters]
+    np.testing.assert_allclose(final, phi.numpy(), rtol=1e-5)
+    assert final[0] != final[1]
