@@ -4,7 +4,7 @@ lambda step): variant run configs from one job's, and their results as one table
     python scripts/dpdro_sweep.py configs BASE_RUN_CONFIG OUT_DIR NAME:KEY=VALUE[,KEY=VALUE] ...
     dpminimax train --data DATA --out OUT_DIR/NAME OUT_DIR/NAME.json      (each variant)
     python scripts/dpdro_sweep.py table OUT.csv COLUMN[,COLUMN] RUN_DIR [RUN_DIR ...]
-    python scripts/dpdro_sweep.py temperature OUT.csv T[,T] RUN_DIR [RUN_DIR ...]
+    python scripts/dpdro_sweep.py temperature OUT.csv T[,T] COLUMN[,COLUMN]|- RUN_DIR [...]
 
 ``configs`` writes ``OUT_DIR/NAME.json``: the base run config with its ``params`` updated
 (values read as numbers, else as YAML: ``1e6``, ``momentum``), experiment ``sweep`` and its
@@ -14,7 +14,8 @@ named (e.g. ``p_weight_cap``), with the final and the method's lambda beside Phi
 minimising Psi at the final x) where the method learns one.
 ``temperature`` re-releases each job's saved models at output temperatures T (logits / T:
 post-processing, so a run trained at any T has the same iterates) and gives the same table
-split by ``p_temperature``, Phi final and Phi(init) evaluated at each T by the curves' code."""
+split by ``p_temperature`` and the columns named (``-``: none), Phi final and Phi(init)
+evaluated at each T by the curves' code."""
 
 from __future__ import annotations
 
@@ -106,10 +107,10 @@ def released_at(run_dir: Path, temperatures: list[float]) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
-def temperature(out: str, temperatures: str, *run_dirs: str) -> None:
+def temperature(out: str, temperatures: str, columns: str, *run_dirs: str) -> None:
     runs = pd.concat([released_at(Path(d), [float(t) for t in temperatures.split(",")])
                       for d in run_dirs], ignore_index=True)
-    write_table(out, runs, ("p_temperature",))
+    write_table(out, runs, ("p_temperature", *([] if columns == "-" else columns.split(","))))
 
 
 def table(out: str, columns: str, *run_dirs: str) -> None:
@@ -128,7 +129,7 @@ def write_table(out: str, runs: pd.DataFrame, by: tuple[str, ...]) -> None:
 
 
 if __name__ == "__main__":
-    commands = {"configs": (configs, 4), "table": (table, 4), "temperature": (temperature, 4)}
+    commands = {"configs": (configs, 4), "table": (table, 4), "temperature": (temperature, 5)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands or len(sys.argv) < commands[sys.argv[1]][1]:
         sys.exit(__doc__)
     commands[sys.argv[1]][0](*sys.argv[2:])

@@ -90,7 +90,7 @@ def test_a_job_released_at_t_equals_the_job_trained_at_t(sweep, tmp_path):
     np.testing.assert_allclose([p["dro_lambda"] for p in again],
                                [p["dro_lambda"] for p in last], rtol=1e-5)
     assert not np.allclose(jobs[1.0]["dro_objective"], jobs[4.0]["dro_objective"])
-    sweep.temperature(str(tmp_path / "t.csv"), "1,4", str(tmp_path / "t1"))
+    sweep.temperature(str(tmp_path / "t.csv"), "1,4", "-", str(tmp_path / "t1"))
     table = pd.read_csv(tmp_path / "t.csv").set_index("p_temperature")
     assert table.loc[4.0, "phi_final_mean"] == pytest.approx(jobs[4.0]["dro_objective"].mean(),
                                                              rel=1e-5)
