@@ -52,7 +52,7 @@ LOG = logging.getLogger(__name__)
 
 #: Parameters every paper-004 method has (the training budget, the model, the curves and the
 #: output temperature T: the released model's logits are the trained model's divided by T,
-#: post-processing; 1 = the paper's, papers/dpdro/README.md "Deviation: output temperature").
+#: post-processing; 1 = the paper's; papers/dpdro/README.md, deviation 12).
 COMMON_PARAMETERS: dict[str, Any] = {
     "batch_size": 128, "epochs": 2.0, "accountant": "rdp", "model": "small_cnn",
     "eval_every": 50, "curve_rows": 512, "temperature": 1.0}
