@@ -83,21 +83,20 @@ def released_at(run_dir: Path, temperatures: list[float]) -> pd.DataFrame:
     data = load_prepared(config["data_dir"])
     model, state, run_ids = load_model(run_dir / "model.pt")
     first = rows.iloc[0]
+    phi = {"rows": int(first["p_curve_rows"]), "lam0": float(first["p_lam0"]),
+           "rho": float(first["p_rho"])}
     saved_at = float(config["params"].get("temperature", 1.0))
-    seeds = [int(rows.set_index("run_id").loc[run_id, "seed"]) for run_id in run_ids]
-    recorder = CurveRecorder(model, data, CPU, every=1, steps=0, rows=int(first["p_curve_rows"]),
-                             lam0=float(first["p_lam0"]), rho=float(first["p_rho"]),
-                             runs=len(run_ids))
+    seeds = rows.set_index("run_id").loc[run_ids, "seed"].astype(int).tolist()
+    recorder = CurveRecorder(model, data, CPU, every=1, steps=0, runs=len(run_ids), **phi)
+    last = [json.loads(curve)[-1] for curve in rows["curve"]]
     tables = []
     for temperature in temperatures:
         scale = torch.full((len(run_ids),), saved_at / temperature)
         points = dict(zip(run_ids, recorder.points(0, model.scale_logits(state, scale), {}),
                           strict=True))
-        initial, _ = reference_objectives(
-            model, data, CPU, seeds, rows=int(first["p_curve_rows"]), lam0=float(first["p_lam0"]),
-            rho=float(first["p_rho"]), output_scale=torch.full((len(seeds),), 1 / temperature))
+        initial, _ = reference_objectives(model, data, CPU, seeds, **phi,
+                                          output_scale=torch.full((len(seeds),), 1 / temperature))
         start = dict(zip(run_ids, initial.tolist(), strict=True))
-        last = [json.loads(curve)[-1] for curve in rows["curve"]]
         tables.append(rows.assign(
             p_temperature=temperature,
             dro_objective=[points[r]["dro_objective"] for r in rows["run_id"]],

@@ -126,10 +126,13 @@ class CurveRecorder:
         self.y_train = torch.as_tensor(np.asarray(data.y_train)[:rows], device=device)
         self.history: list[list[dict[str, float]]] = [[] for _ in range(runs)]
 
-    def maybe_record(self, step: int, params: Mapping[str, torch.Tensor],
-                     extra: Mapping[str, torch.Tensor]) -> None:
-        if step % self.every and step != self.steps:
-            return
+    def due(self, step: int) -> bool:
+        """Whether step ``step`` records a point (every ``every`` steps, and the last)."""
+        return step % self.every == 0 or step == self.steps
+
+    def record(self, step: int, params: Mapping[str, torch.Tensor],
+               extra: Mapping[str, torch.Tensor]) -> None:
+        """Append each run's point at ``params`` (callers record when :meth:`due`)."""
         for history, point in zip(self.history, self.points(step, params, extra), strict=True):
             history.append(point)
 

@@ -5,6 +5,7 @@ membership attack of Table 2 (:mod:`dpminimax.metrics.confounded_mia`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -47,10 +48,11 @@ class DroClassification(Task):
         return rows
 
 
-def output_scales(fit: FitResult, device: torch.device) -> torch.Tensor:
+def output_scales(resolved_params: Sequence[Mapping[str, Any]], device: torch.device
+                  ) -> torch.Tensor:
     """1 / T (R,): each run's released logits are its model's divided by its output temperature
     (a parameter of every paper-004 method; 1 where a method has none)."""
-    return torch.tensor([1.0 / float(p.get("temperature", 1.0)) for p in fit.resolved_params],
+    return torch.tensor([1.0 / float(p.get("temperature", 1.0)) for p in resolved_params],
                         device=device)
 
 
@@ -64,7 +66,7 @@ def initial_model_metrics(fit: FitResult, data: PreparedDataset,
     (``prior_dro_objective``). Uses no random numbers of any run."""
     initial = fit.model.scale_logits(
         fit.model.init_state(len(fit.runs), device, [run.seed for run in fit.runs]),
-        output_scales(fit, device))
+        output_scales(fit.resolved_params, device))
     logits = fit.model.logits(initial, split_inputs(data, "test", device)).cpu().numpy()
     first = fit.resolved_params[0]  # the curves' rows and Phi's lam0, rho are shared
     recorder = CurveRecorder(fit.model, data, device, every=1, steps=0,

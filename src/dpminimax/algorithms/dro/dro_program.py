@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin, per_run
+from dpminimax.algorithms.base import Method, RunPlan, RunSpec, nonprivate_twin
 from dpminimax.algorithms.params import (
     ACCOUNTANT,
     COUNT,
@@ -148,7 +148,8 @@ def control_verdicts(fit, data: PreparedDataset, device: torch.device) -> list[d
                                           [run.seed for run in fit.runs],
                                           rows=int(first["curve_rows"]),
                                           lam0=float(first["lam0"]), rho=float(first["rho"]),
-                                          output_scale=output_scales(fit, device))
+                                          output_scale=output_scales(fit.resolved_params,
+                                                                     device))
     return [{"phi_final": row["dro_objective"], "phi_init": float(start), "phi_prior": prior,
              "below": bool(row["dro_objective"] < min(float(start), prior))}
             for row, start in zip(fit.counters, initial, strict=True)]
@@ -214,7 +215,8 @@ class DroProgram:
         self.rates = dict(rates)
         self.steps = steps
         self.t = 0
-        self.output_scale = 1.0 / per_run(resolved, "temperature", device)
+        self.output_scale = output_scales(resolved, device)
+        self.released_as_trained = bool((self.output_scale == 1).all())
         self.curves = CurveRecorder(self.model, data, device, every=shared["eval_every"],
                                     steps=steps, rows=shared["curve_rows"], lam0=lam0, rho=rho,
                                     runs=len(seeds))
@@ -222,7 +224,7 @@ class DroProgram:
     @property
     def state(self) -> dict[str, torch.Tensor]:
         """The released model: the iterate with its logits divided by each run's temperature."""
-        if bool((self.output_scale == 1).all()):
+        if self.released_as_trained:
             return self.params
         return self.model.scale_logits(self.params, self.output_scale)
 
@@ -292,7 +294,8 @@ class DroProgram:
     def record(self) -> None:
         """Advance the step counter and record the curves when due."""
         self.t += 1
-        self.curves.maybe_record(self.t, self.state, self.extra_curve_values())
+        if self.curves.due(self.t):
+            self.curves.record(self.t, self.state, self.extra_curve_values())
 
     def extra_curve_values(self) -> dict[str, torch.Tensor]:
         """Per-run scalars (R,) the method adds to its curves (its dual variable)."""
