@@ -40,6 +40,7 @@ from dpminimax.algorithms.params import (
 )
 from dpminimax.algorithms.spider import Draw, add_to, descend, movement, subtract
 from dpminimax.data import PreparedDataset
+from dpminimax.kernels.clip import clip_each_run
 from dpminimax.kernels.runs import along_runs
 from dpminimax.metrics.kl_dro import compositional_weights
 
@@ -122,6 +123,9 @@ class RecursiveSpiderProgram(DroProgram):
         self.previous: dict[str, torch.Tensor] | None = None
         self.lam_before = self.lam.clone()
         self.s = torch.ones_like(self.lam)
+        # per run, the range of h = mean g log g over g in (0, W]
+        self.h_low, self.h_high = (torch.tensor(bounds, dtype=self.lam.dtype, device=device)
+                                   for bounds in zip(*map(entropy_range, self.cap.tolist())))
         self.h = torch.zeros_like(self.lam)
         self.v: dict[str, torch.Tensor] = {}
 
@@ -179,16 +183,22 @@ class RecursiveSpiderProgram(DroProgram):
         self.record()
 
     def _update(self) -> None:
-        """w_{t+1} = w_t - lr z_t, lam projected on [lam0, inf); then the public shift
+        """w_{t+1} = w_t - lr z_t, lam projected on [lam0, inf). The estimates first go onto
+        the sets their noiseless values lie in: s <= W, h in the range of g log g, z_x = v / s
+        (a g-weighted mean of gradients clipped at C) in the C-ball and h / s (a g-weighted mean
+        of log g) at most log W; a projection on a convex set holding the true value never moves
+        an estimate away from it (post-processing; deviation 13 of the README). Then the public shift
         m += log s rescales the estimates to units of the new e^m (g_i -> g_i / s: s -> s / s,
         v -> v / s, h = mean g log g -> (h - s log s) / s). A run whose noisy s is at or below
         ``S_FLOOR`` (s estimates a positive mean) holds w, lam and m for this step: dividing by
         the floor would multiply the step by up to 1 / S_FLOOR and rescale s to -s / S_FLOOR."""
         valid = self.s > S_FLOOR
+        self.s = torch.minimum(self.s, self.cap)
+        self.h = torch.clamp(self.h, self.h_low, self.h_high)
         s = torch.where(valid, self.s, torch.ones_like(self.s))
         log_s = torch.log(s)
-        z_x = {k: v / along_runs(s, v) for k, v in self.v.items()}
-        z_lam = self.rho + log_s - self.h / s
+        z_x = clip_each_run({k: v / along_runs(s, v) for k, v in self.v.items()}, self.clip)
+        z_lam = self.rho + log_s - torch.minimum(self.h / s, torch.log(self.cap))
         self.previous = self.params
         self.params = descend(self.params, z_x, torch.where(valid, self.lr, 0.0))
         self.lam_before = self.lam

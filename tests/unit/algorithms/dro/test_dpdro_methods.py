@@ -14,6 +14,7 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
+from dpminimax.algorithms.spider import movement
 from dpminimax.metrics.kl_dro import best_lambda, psi
 from dpminimax.privacy.release import Batch, Repeat
 
@@ -529,6 +530,42 @@ def test_alg3_holds_a_run_whose_noisy_s_is_not_positive(problem):
         recovered.append(bool(program.s[0] > S_FLOOR))
     assert recovered[1] and all(torch.isfinite(v).all() for v in program.params.values())
     assert float(program.s[0].abs()) < 10
+
+
+def test_alg3_steps_within_the_bounds_of_their_noiseless_directions(problem):
+    """The noiseless x direction v / s is a g-weighted mean of gradients clipped at C, h / s a
+    g-weighted mean of log g <= log W and h = mean g log g >= -1/e: a noisy small s (here 0.05)
+    would multiply v / s and h / s by 20. The step takes the noisy v / s projected on the C-ball,
+    h / s capped at log W and h clamped to its range (post-processing), so x moves by at most
+    lr C; a run whose x direction is inside the ball steps as before."""
+    data, _ = problem
+    method = get_method("dp_recursive_spider")
+    runs = [RunSpec(seed, 1.0, 1e-5, {"model": "logistic_regression", "batch_size": 100,
+                                      "anchor_batch_size": 200, "epochs": 3.0, "period": 3,
+                                      "eval_every": 10_000, "curve_rows": N, "lr": 0.5,
+                                      "lr_lam": 0.1, "clip": 0.7, "weight_cap": 4.0})
+            for seed in (0, 1)]
+    resolved, shared, plans = method.plan_runs(data, runs)
+    program = method.program(data, runs, resolved, shared, plans, CPU)
+    for _ in range(4):
+        program.step()
+    program.s = torch.tensor([0.05, 1.0])
+    program.h = torch.tensor([3.0, -2.0])
+    program.v = {k: v * torch.tensor([1.0, 1e-4]).view(-1, *[1] * (v.dim() - 1))
+                 for k, v in program.v.items()}
+    inside = {k: v[1] / 1.0 for k, v in program.v.items()}
+    assert float(torch.cat([v.flatten() for v in inside.values()]).norm()) < 0.7
+    before = ({k: v.clone() for k, v in program.params.items()}, program.lam.clone())
+    program._update()
+    moved = movement(program.params, before[0])
+    assert float(moved[0]) == pytest.approx(0.5 * 0.7, rel=1e-5)
+    for k, v in program.params.items():
+        assert torch.allclose(v[1], before[0][k][1] - 0.5 * inside[k])
+    lam_step = float(program.lam[0] - before[1][0])
+    assert lam_step == pytest.approx(-0.1 * (0.5 + math.log(0.05) - math.log(4.0)), rel=1e-5)
+    # h = mean g log g >= -1/e: run 1's h of -2 is read as -1/e
+    assert float(program.lam[1] - before[1][1]) == pytest.approx(-0.1 * (0.5 + 1 / math.e),
+                                                                  rel=1e-5)
 
 
 @pytest.mark.parametrize("name", ["dp_double_spider", "dp_recursive_spider"])
