@@ -124,8 +124,9 @@ class RecursiveSpiderProgram(DroProgram):
         self.lam_before = self.lam.clone()
         self.s = torch.ones_like(self.lam)
         # per run, the range of h = mean g log g over g in (0, W]
+        ranges = [entropy_range(cap) for cap in self.cap.tolist()]
         self.h_low, self.h_high = (torch.tensor(bounds, dtype=self.lam.dtype, device=device)
-                                   for bounds in zip(*map(entropy_range, self.cap.tolist())))
+                                   for bounds in zip(*ranges, strict=True))
         self.h = torch.zeros_like(self.lam)
         self.v: dict[str, torch.Tensor] = {}
 
@@ -187,8 +188,8 @@ class RecursiveSpiderProgram(DroProgram):
         the sets their noiseless values lie in: s <= W, h in the range of g log g, z_x = v / s
         (a g-weighted mean of gradients clipped at C) in the C-ball and h / s (a g-weighted mean
         of log g) at most log W; a projection on a convex set holding the true value never moves
-        an estimate away from it (post-processing; deviation 13 of the README). Then the public shift
-        m += log s rescales the estimates to units of the new e^m (g_i -> g_i / s: s -> s / s,
+        an estimate away from it (post-processing; deviation 13 of the README). Then the public
+        shift m += log s rescales the estimates to units of the new e^m (g_i -> g_i / s: s -> s / s,
         v -> v / s, h = mean g log g -> (h - s log s) / s). A run whose noisy s is at or below
         ``S_FLOOR`` (s estimates a positive mean) holds w, lam and m for this step: dividing by
         the floor would multiply the step by up to 1 / S_FLOOR and rescale s to -s / S_FLOOR."""

@@ -14,7 +14,7 @@ from toydata import toy_dataset
 
 from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
-from dpminimax.algorithms.spider import movement
+from dpminimax.algorithms.spider import movement as iterate_movement
 from dpminimax.metrics.kl_dro import best_lambda, psi
 from dpminimax.privacy.release import Batch, Repeat
 
@@ -557,7 +557,7 @@ def test_alg3_steps_within_the_bounds_of_their_noiseless_directions(problem):
     assert float(torch.cat([v.flatten() for v in inside.values()]).norm()) < 0.7
     before = ({k: v.clone() for k, v in program.params.items()}, program.lam.clone())
     program._update()
-    moved = movement(program.params, before[0])
+    moved = iterate_movement(program.params, before[0])
     assert float(moved[0]) == pytest.approx(0.5 * 0.7, rel=1e-5)
     for k, v in program.params.items():
         assert torch.allclose(v[1], before[0][k][1] - 0.5 * inside[k])
