@@ -123,10 +123,12 @@ class RecursiveSpiderProgram(DroProgram):
         self.previous: dict[str, torch.Tensor] | None = None
         self.lam_before = self.lam.clone()
         self.s = torch.ones_like(self.lam)
-        # per run, the range of h = mean g log g over g in (0, W]
+        # per run, the bounds of deviation 13: the range of h = mean g log g over g in (0, W],
+        # and log W, the largest h / s
         ranges = [entropy_range(cap) for cap in self.cap.tolist()]
         self.h_low, self.h_high = (torch.tensor(bounds, dtype=self.lam.dtype, device=device)
                                    for bounds in zip(*ranges, strict=True))
+        self.log_cap = torch.log(self.cap)
         self.h = torch.zeros_like(self.lam)
         self.v: dict[str, torch.Tensor] = {}
 
@@ -199,7 +201,7 @@ class RecursiveSpiderProgram(DroProgram):
         s = torch.where(valid, self.s, torch.ones_like(self.s))
         log_s = torch.log(s)
         z_x = clip_each_run({k: v / along_runs(s, v) for k, v in self.v.items()}, self.clip)
-        z_lam = self.rho + log_s - torch.minimum(self.h / s, torch.log(self.cap))
+        z_lam = self.rho + log_s - torch.minimum(self.h / s, self.log_cap)
         self.previous = self.params
         self.params = descend(self.params, z_x, torch.where(valid, self.lr, 0.0))
         self.lam_before = self.lam
