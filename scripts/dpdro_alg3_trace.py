@@ -5,7 +5,8 @@
 Trains ``dp_recursive_spider`` (``dp_recursive_spider_control`` at EPSILON inf) on the prepared
 dataset with the quick-scale ``table3`` parameters (overridden by PARAMS_JSON), SEEDS batched
 (comma-separated), and prints every 10th step: s (before the update; and its minimum so far), the
-lambda step's direction z_lam = rho + log s - h / s, lambda, the shift m, h, ||v|| and ||x||."""
+lambda step's direction z_lam = rho + log s - h / s from the raw estimates (before the projections
+of deviation 13, which the update then applies), lambda, the shift m, h, ||v|| and ||x||."""
 
 from __future__ import annotations
 
