@@ -11,7 +11,7 @@
     dpminimax data hash FILE...   (prints YAML to paste into a dataset declaration)
     dpminimax train RUN_CONFIG.json --data DIR --out DIR
     dpminimax rerun results/.../run_config.json [--out DIR]
-    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|byoa|lira|dpdro
+    dpminimax bench kernels|racodp|fermi-grid|jagielski|tuning|workflow|jobs|byoa|lira|dpdro
                     [--json] [--repeats N]
     dpminimax scorecard [--root DIR] [--check]   (README scorecards from papers/*/reference/)
     dpminimax compare RUNS.parquet [RUNS.parquet ...] --family F [--metric M] --out DIR
@@ -308,6 +308,10 @@ def _bench(args: argparse.Namespace) -> None:
         from dpminimax.bench.workflow import time_dry_run
 
         result = time_dry_run(".", scale="paper", repeats=min(args.repeats, 5))
+    elif args.suite == "jobs":
+        from dpminimax.bench.workflow import time_job_start
+
+        result = time_job_start(repeats=min(args.repeats, 10))
     else:
         from dpminimax.bench.kernels import run_kernel_benchmarks
 
@@ -425,7 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="speed benchmarks")
     bench.add_argument("suite", choices=["kernels", "racodp", "fermi-grid", "jagielski",
-                                          "tuning", "workflow", "byoa", "lira", "dpdro"],
+                                          "tuning", "workflow", "jobs", "byoa", "lira",
+                                          "dpdro"],
                        help="which benchmark (BENCHMARKS.md lists what each measures)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--repeats", type=int, default=30, help="timed steps (or runs) per method")

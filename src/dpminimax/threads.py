@@ -20,9 +20,13 @@ import sys
 def reserve_threads(threads: int) -> int:
     """Size numba's thread pool for a job given ``threads`` cores (at least 1) and return the
     count. Must run before numba is imported: afterwards the pool size is fixed, so this
-    raises instead of leaving a pool that oversubscribes the job's cores."""
+    raises instead of leaving a pool that oversubscribes the job's cores, unless the pool
+    already has this size (a job forked from a job server, :mod:`dpminimax.jobserver`)."""
     threads = max(1, int(threads))
     if "numba" in sys.modules:
+        if sys.modules["numba"].config.NUMBA_NUM_THREADS == threads:
+            os.environ["NUMBA_NUM_THREADS"] = str(threads)  # numba re-reads it to compile
+            return threads  # a fork of a job server (dpminimax.jobserver) sized for this job
         raise RuntimeError(
             "reserve_threads must run before numba is imported (numba sizes its thread pool "
             "once, at import); call it first in the job script")

@@ -33,10 +33,18 @@ def test_a_fresh_job_gets_a_pool_of_its_threads(threads, expected):
 
 
 def test_refuses_once_numba_has_sized_its_pool():
-    import numba  # noqa: F401  (this test process has numba already)
+    import numba  # (this test process has numba already)
 
     with pytest.raises(RuntimeError, match="before numba is imported"):
-        reserve_threads(1)
+        reserve_threads(numba.config.NUMBA_NUM_THREADS + 1)
+
+
+def test_accepts_a_pool_already_of_the_jobs_size():
+    """A job forked from a job server whose numba was imported for the job's threads."""
+    import numba
+
+    size = numba.config.NUMBA_NUM_THREADS
+    assert reserve_threads(size) == size
 
 
 KEEPS_TORCH_THREADS = """

@@ -40,12 +40,23 @@ def _outputs_ok(root, datasets, results="results"):
     return runs
 
 
-def test_smoke_run_on_synthetic_data_then_resume_and_replay(workflow_copy):
+def test_smoke_run_on_synthetic_data_then_resume_and_replay(workflow_copy, monkeypatch):
     root = workflow_copy
     args = ("--cores", "2", "--configfile", "workflow/config/smoke.yaml",
             "--config", "dataset_override=[synthetic-fair]", "papers=[baselines]")
+    monkeypatch.delenv("DPMINIMAX_JOBSERVER", raising=False)
+    monkeypatch.setenv("DPMINIMAX_JOBSERVER_TRACE", str(root / "forks.txt"))
     first = run_snakemake(root, *args)
     assert first.returncode == 0, first.stderr[-4000:]
+    # the jobs ran in forks of one warm job server (dpminimax.jobserver), none in its own
+    forks = [line.split() for line in (root / "forks.txt").read_text().splitlines()]
+    assert {pid for pid, _, _ in forks}.isdisjoint({server for _, server, _ in forks})
+    scripts = [script.rsplit(".", 2)[-2] for _, _, script in forks]
+    assert scripts.count("train") == 3 and scripts.count("figure") == len(FIGURES)
+    one_thread = {server for (_, server, _), script in zip(forks, scripts, strict=True)
+                  if script in ("train", "figure")}
+    assert len(one_thread) == 1  # one server per thread count (lira's jobs ask for 2)
+    assert "job server" not in first.stderr
     results = "results/override~synthetic-fair"  # an override's outputs: their own folder
     runs = _outputs_ok(root, ["synthetic-fair"], results)
     assert len(runs) == 2 * 2 + 2  # 2 epsilons x 2 seeds of DP-SGD + 2 non-private seeds

@@ -1,10 +1,14 @@
 """Snakemake adapter: rule compare -> dpminimax.report.leaderboard.compare, rule
 compare_pareto -> dpminimax.report.leaderboard.compare_pareto."""
 
-from pathlib import Path
+from dpminimax.jobserver import hand_over
 
-from dpminimax import api
-from dpminimax.report.leaderboard import compare, compare_pareto
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from pathlib import Path  # noqa: E402
+
+from dpminimax import api  # noqa: E402
+from dpminimax.report.leaderboard import compare, compare_pareto  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     settings = snakemake.params.settings

@@ -1,6 +1,10 @@
 """Snakemake adapter: rule experiment_table -> dpminimax.api.make_experiment_table."""
 
-from dpminimax import api
+from dpminimax.jobserver import hand_over
+
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from dpminimax import api  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     api.make_experiment_table(snakemake.input[0], snakemake.wildcards.table, snakemake.output[0],

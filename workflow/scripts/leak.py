@@ -1,6 +1,10 @@
 """Snakemake adapter: rule leak -> dpminimax.api.leak with the paper's leak: settings."""
 
-from dpminimax import api
+from dpminimax.jobserver import hand_over
+
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from dpminimax import api  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     api.set_threads(snakemake.threads)

@@ -1,8 +1,12 @@
 """Snakemake adapter: rule prepare_data -> dpminimax.api.prepare_dataset."""
 
-from pathlib import Path
+from dpminimax.jobserver import hand_over
 
-from dpminimax import api
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from pathlib import Path  # noqa: E402
+
+from dpminimax import api  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     api.prepare_dataset(

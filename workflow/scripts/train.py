@@ -2,7 +2,11 @@
 models in the same process; rule train_problem -> dpminimax.api.train alone (no data, no
 attack)."""
 
-from dpminimax.threads import reserve_threads
+from dpminimax.jobserver import hand_over
+
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from dpminimax.threads import reserve_threads  # noqa: E402
 
 reserve_threads(snakemake.threads)  # before anything imports numba (dpminimax.threads)
 

@@ -1,6 +1,10 @@
 """Snakemake adapter: rule tune -> dpminimax.api.tune (phase 1 of the tuning protocol)."""
 
-from dpminimax.threads import reserve_threads
+from dpminimax.jobserver import hand_over
+
+hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpminimax.jobserver)
+
+from dpminimax.threads import reserve_threads  # noqa: E402
 
 reserve_threads(snakemake.threads)  # before anything imports numba (dpminimax.threads)
 

@@ -411,7 +411,7 @@ def test_the_cli_and_the_workflow_script_write_the_tuning_budget(tmp_path, capsy
         input=SimpleNamespace(runs=[str(table)]), log=[str(tmp_path / "wf.log")],
         output=SimpleNamespace(leaderboard=str(out / "leaderboard.csv"),
                                pdf=str(out / "u.pdf"), png=str(out / "u.png")),
-        wildcards=SimpleNamespace(family="kl_dro"), rule="compare")
+        wildcards=SimpleNamespace(family="kl_dro"), rule="compare", threads=1)
     runpy.run_path(str(ROOT / "workflow" / "scripts" / "compare.py"),
                    init_globals={"snakemake": smk})
     assert set(pd.read_csv(out / "leaderboard.csv")["tuning_budget"]) == {2}
