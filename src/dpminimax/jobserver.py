@@ -1,6 +1,6 @@
 """Workflow jobs forked from a warm process, so that a job does not pay for importing torch,
-numba, pandas and matplotlib (3-4 CPU seconds, a third of the default run's job time) once per
-job but once per workflow run.
+numba, pandas and matplotlib (3-4 CPU seconds, about a quarter of the default run's training
+job time) once per job but once per workflow run.
 
 A job script calls :func:`hand_over` before anything else. In a job process it connects to the
 job server of its working directory, environment, thread count and dpminimax code (starting
@@ -13,9 +13,10 @@ leaves nothing running), and the server exits when it has been idle for
 
 Anything that stops the hand-over before the fork has been told to run (no server could
 start, a refused or timed-out socket) leaves the job running in its own process as before, so
-a job never runs twice and never fails for want of a server. ``DPMINIMAX_JOBSERVER=0`` and
-SLURM jobs (``SLURM_JOB_ID``: one job per allocation, nothing to share) do not hand over.
-``DPMINIMAX_JOBSERVER_TRACE=FILE``: each fork appends a line there.
+a job never runs twice and never fails for want of a server; a server that exits while
+starting is not started again for the same code (``<key>.broken`` beside its log).
+``DPMINIMAX_JOBSERVER=0`` and SLURM jobs (``SLURM_JOB_ID``: one job per allocation, nothing to
+share) do not hand over. ``DPMINIMAX_JOBSERVER_TRACE=FILE``: each fork appends a line there.
 
 This module imports only the standard library.
 """
@@ -40,11 +41,11 @@ import time
 import traceback
 from pathlib import Path
 
-#: What the server imports before it forks (none of them starts a thread on import);
-#: snakemake.script unpickles a job's ``snakemake`` object, where snakemake is installed.
+#: What the server imports before it forks, those installed (none starts a thread on
+#: import); snakemake.script unpickles a job's ``snakemake`` object.
 WARM_MODULES = ("numpy", "pandas", "pyarrow.parquet", "torch", "numba", "matplotlib.pyplot",
-                "dpminimax.api.training", "dpminimax.api.attacks", "dpminimax.api.reporting")
-OPTIONAL_WARM_MODULES = ("snakemake.script",)
+                "dpminimax.api.training", "dpminimax.api.attacks", "dpminimax.api.reporting",
+                "snakemake.script")
 #: Seconds a job waits for a server to start (import its modules) or a fork to answer.
 START_TIMEOUT = 120.0
 HANDSHAKE_TIMEOUT = 30.0
@@ -118,18 +119,24 @@ def socket_path(key: str) -> Path:
 
 def _connect(threads: int) -> socket.socket:
     path = socket_path(server_key(threads))
+    broken, log = path.with_suffix(".broken"), path.with_suffix(".log")
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         with contextlib.suppress(OSError):
             return _open(path)
+        if broken.exists():  # this code's server could not start: no job waits for it again
+            raise OSError(f"its last start failed ({log})")
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        _start_server(path, threads)
+        server = _start_server(path, threads)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
                 return _open(path)
             except OSError:
+                if server.poll() is not None:
+                    broken.touch()
+                    raise OSError(f"it exited while starting ({log})") from None
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
@@ -145,12 +152,12 @@ def _open(path: Path) -> socket.socket:
     return conn
 
 
-def _start_server(path: Path, threads: int) -> None:
+def _start_server(path: Path, threads: int) -> subprocess.Popen:
     env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), MPLBACKEND="Agg")
     with open(path.with_suffix(".log"), "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "dpminimax.jobserver", str(path)], env=env,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, close_fds=True)
+        return subprocess.Popen([sys.executable, "-m", "dpminimax.jobserver", str(path)],
+                                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, close_fds=True)
 
 
 def _request(conn: socket.socket) -> bool:
@@ -196,9 +203,7 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
 def serve(path: Path, idle: float) -> None:
     """Import the warm modules, then fork one process per connection until idle."""
     for module in WARM_MODULES:
-        __import__(module)
-    for module in OPTIONAL_WARM_MODULES:
-        with contextlib.suppress(ImportError):
+        with contextlib.suppress(ImportError):  # a job that needs it fails as it would alone
             __import__(module)
     if threading.active_count() != 1:
         raise RuntimeError("a warm module started a thread: forking it is unsafe")
@@ -253,7 +258,8 @@ def _run_job(conn: socket.socket) -> int:
     os.environ.update(job["env"], **{FORK_MARK: "1"})
     # numba re-reads its settings from the environment when it compiles: keep the pool size
     # it was imported with (the job's threads) in view.
-    os.environ["NUMBA_NUM_THREADS"] = str(sys.modules["numba"].config.NUMBA_NUM_THREADS)
+    if "numba" in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = str(sys.modules["numba"].config.NUMBA_NUM_THREADS)
     sys.argv = job["argv"]
     if os.environ.get(TRACE):
         with open(os.environ[TRACE], "a") as trace:

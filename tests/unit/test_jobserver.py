@@ -148,3 +148,18 @@ def test_a_script_run_by_another_program_is_not_handed_over(tmp_path, monkeypatc
     script.write_text("import os\nfrom dpminimax.jobserver import hand_over\nhand_over(1)\n"
                       "RAN_IN = os.getpid()\n")
     assert runpy.run_path(str(script))["RAN_IN"] == os.getpid()
+
+
+def test_a_server_that_cannot_start_is_not_waited_for_twice(job, tmp_path):
+    """A warm import that raises (planted): the server exits, the job runs in its own process,
+    and the next job does not start (or wait for) another server of the same code."""
+    fake = tmp_path / "fake" / "pyarrow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise RuntimeError('planted: no warm start')\n")
+    path = os.pathsep.join([str(fake.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+    first, second = job("0", PYTHONPATH=path), job("0", PYTHONPATH=path)
+    assert first.returncode == second.returncode == 0
+    assert "exited while starting" in first.stderr
+    assert "last start failed" in second.stderr
+    assert not report(first)["warm"] and not report(second)["warm"]
+    assert (tmp_path / "runs.txt").read_text().split() == ["0", "0"]
