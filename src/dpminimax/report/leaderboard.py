@@ -147,8 +147,10 @@ def select(runs: pd.DataFrame, family: Family, metric: str, *, delta: float | No
            accountant: str | None = None,
            experiments: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """The family's runs with a value of ``metric`` (and of its violation), on real data,
-    optionally of one ``delta`` / ``accountant`` (private runs) and some ``experiments``; and
-    how many rows each filter left out."""
+    private where their cell's epsilon is finite (a noiseless control planned at a private
+    run's epsilon spends infinity: it is not a competitor there), optionally of one ``delta``
+    / ``accountant`` (private runs) and some ``experiments``; and how many rows each filter
+    left out."""
     needed = ["paper", "experiment", "method", "epsilon", "seed", metric, *family.cell]
     if family.budget:
         needed.append(family.budget)
@@ -164,6 +166,9 @@ def select(runs: pd.DataFrame, family: Family, metric: str, *, delta: float | No
         "metric missing": rows[[metric, *([family.budget] if family.budget else [])]]
         .notna().all(axis=1),
     }
+    if "epsilon_spent" in rows:  # a noiseless control planned at a private run's epsilon
+        spent = pd.to_numeric(rows["epsilon_spent"], errors="coerce").astype(float)
+        keeps["not private at its epsilon"] = ~private | ~np.isinf(spent)
     if experiments is not None:
         keeps["other experiments"] = rows["experiment"].isin(list(experiments))
     if delta is not None:

@@ -98,6 +98,18 @@ def test_student_t_interval_of_a_single_configuration():
                                                            values.mean() + half))
 
 
+def test_a_noiseless_control_is_not_a_competitor_at_its_planned_epsilon():
+    """RaCO-DP's ``racodp_noise_off`` is planned at each epsilon and spends infinity: left
+    out of the private cells (it led them at the quick scale), counted as dropped."""
+    runs = pd.concat([_runs().assign(epsilon_spent=1.0),
+                      _runs({"a_noise_off": [0.01, 0.01]}).assign(epsilon_spent=np.inf),
+                      _runs({"unaccounted": [0.2, 0.2]}).assign(epsilon_spent=np.nan)],
+                     ignore_index=True)
+    rows, dropped = lb.select(runs, KL, "dro_objective")
+    assert set(rows["method"]) == {*OBJECTIVE, "unaccounted"}
+    assert dropped["not private at its epsilon"] == 2
+
+
 def test_one_run_gives_no_interval_and_no_decision():
     board, pairs = _board(_runs({"a": [0.1], "b": [0.3]}))
     assert np.isnan(_row(board, "a")["low"]) and _row(board, "a")["undecided"] == 2
