@@ -39,11 +39,12 @@ def test_refuses_once_numba_has_sized_its_pool():
         reserve_threads(numba.config.NUMBA_NUM_THREADS + 1)
 
 
-def test_accepts_a_pool_already_of_the_jobs_size():
+def test_accepts_a_pool_already_of_the_jobs_size(monkeypatch):
     """A job forked from a job server whose numba was imported for the job's threads."""
     import numba
 
     size = numba.config.NUMBA_NUM_THREADS
+    monkeypatch.setenv("NUMBA_NUM_THREADS", str(size))  # restored after: reserve_threads sets it
     assert reserve_threads(size) == size
 
 
