@@ -54,7 +54,8 @@ def make_figure(
     table = pd.read_parquet(runs_path)
     if experiment is not None:
         table = table.loc[table["experiment"] == experiment]
-    fig = draw(table, FigureRequest(out_paths=list(out_paths), delta=delta,
+    # the drawer saves nothing (out_paths=[]): the figure is saved once, after its stamps
+    fig = draw(table, FigureRequest(out_paths=[], delta=delta,
                                     reported=load_reported(reported) if reported else None))
     stamp_seeds(fig, table)
     standins = standin_datasets(table)

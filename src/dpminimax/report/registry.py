@@ -37,7 +37,7 @@ from dpminimax.report.tuning import plot_tuning, tuning_table
 
 @dataclass(frozen=True)
 class FigureRequest:
-    """Where to save a figure and what it may overlay."""
+    """Where the drawer saves the figure (none: its caller saves it) and what it may overlay."""
 
     out_paths: Sequence[str | Path]
     reported: pd.DataFrame | None = None

@@ -69,6 +69,26 @@ def test_figures_and_table(pipeline, tmp_path):
     assert len(pd.read_csv(tmp_path / "summary.csv")) == len(summary)
 
 
+def test_a_figure_is_drawn_once_per_file(pipeline, tmp_path, monkeypatch):
+    """make_figure saves each output once, after the seed stamp (the drawer is asked to save
+    nothing: a second save drew the whole figure again)."""
+    from matplotlib.figure import Figure
+    root, _, _ = pipeline
+    saved = []
+    real = Figure.savefig
+
+    def counted(fig, path, **kw):
+        saved.append(kw.get("format"))
+        return real(fig, path, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", counted)
+    for figure in ("accuracy_vs_epsilon", "tradeoff_dp"):
+        saved.clear()
+        api.make_figure(root / "runs.parquet", figure,
+                        [tmp_path / f"{figure}.pdf", tmp_path / f"{figure}.png"], experiment="e")
+        assert sorted(saved) == ["pdf", "png"], figure
+
+
 def test_unknown_figure_is_an_error(pipeline, tmp_path):
     root, _, _ = pipeline
     with pytest.raises(ValueError, match="unknown figure"):
