@@ -1,6 +1,7 @@
 """Synthetic problems with exact answers (our BYOA testbeds): objectives over named variable
 blocks that the problem-generic methods (:mod:`dpminimax.algorithms.minimax.sgda`) optimize and the
-synthetic-optimization task (:mod:`dpminimax.tasks.optimization`) measures exactly."""
+synthetic-optimization task (:mod:`dpminimax.tasks.optimization`) measures exactly; P-DRO
+(``kl_dro_logistic``) is paper 004's Eq. (3) for a linear model."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dpminimax.problems.base import Block, Constants, Problem
 from dpminimax.problems.bilevel import BilevelConstants, BilevelProblem, FixedSample
 from dpminimax.problems.games import BilinearGame, CscGame, QuadraticGame
 from dpminimax.problems.group_ridge import GroupRidgeTuning
+from dpminimax.problems.kl_dro import KlDroLogistic
 from dpminimax.problems.leak_example import LeakExample
 from dpminimax.problems.least_squares import ConvexLeastSquares, LeastSquares
 from dpminimax.problems.linear_response import LinearResponseBilevel
@@ -29,6 +31,7 @@ PROBLEMS: dict[str, type[Problem]] = {
     "g2_bilinear_game": BilinearGame,
     "g3_softplus_game": SoftplusGame,
     "g4_csc_game": CscGame,
+    "kl_dro_logistic": KlDroLogistic,
 }
 
 #: Bilevel problems (our DP bilevel testbeds): P-A, P-B (group-ridge multi-hyperparameter
@@ -64,7 +67,7 @@ def get_bilevel_problem(name: str, **kwargs: Any) -> BilevelProblem:
 
 __all__ = ["BILEVEL_PROBLEMS", "PROBLEMS", "BilevelConstants", "BilevelProblem",
            "BilinearGame", "Block", "Constants", "ConvexLeastSquares", "CscGame", "FixedSample",
-           "GroupRidgeTuning", "LeakExample", "LeastSquares", "LinearResponseBilevel",
-           "LogCoshRegression", "LogisticRegression", "Problem", "QuadraticGame",
-           "RidgeLogisticRegression", "RidgeTuning", "SoftplusGame", "get_bilevel_problem",
-           "get_problem"]
+           "GroupRidgeTuning", "KlDroLogistic", "LeakExample", "LeastSquares",
+           "LinearResponseBilevel", "LogCoshRegression", "LogisticRegression", "Problem",
+           "QuadraticGame", "RidgeLogisticRegression", "RidgeTuning", "SoftplusGame",
+           "get_bilevel_problem", "get_problem"]

@@ -102,6 +102,9 @@ FAMILIES = {
                                   ("dataset",), "dp_violation", DEFAULT_BUDGETS,
                                   knobs=("p_gamma", "p_lam")),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
+    # Eq. (3) for a linear model on P-DRO (exact answers): BYOA's and paper 004's methods on
+    # one problem, by the excess population objective (the point 0 as trivial)
+    "kl_dro_linear": Family(("dpdro",), "excess_population_risk", ("dataset", "p_n", "p_d")),
     "games": Family(("byoa",), "population_strong_gap", ("dataset", "p_n", "p_d")),
     # the bilevel paper's Sec. 7 tuners (Alg. 1 variants, DP-AID, DP-Grid, Fixed-omega) and
     # Papernot & Steinke 2022's random repetition (ps_tuning, e6_tuning; the start x0 as
