@@ -31,6 +31,10 @@ their two Poisson rates) by the ``accountant`` (``rdp`` or ``pld``).
 / epsilon)), fixed a priori from the problem's constants (the step of DP-SGDA's and NSEG's
 theory schedules; no tuning).
 
+On a minimization problem only the second stage is left: on P-DRO (paper 004's Eq. (3) for a
+linear model, one block z = (w, eta)) the estimators update w and eta together, where the DP-DRO
+programs (:mod:`dpminimax.algorithms.dro`) step eta first.
+
 DP Recursive-SPIDER (Alg. 3) is not here: it estimates the inner function of the
 compositional objective Eq. (5), lam log E[e^{l / lam}], by a STORM average inside a logarithm;
 a game F(x, y) = E f(x, y; xi) has no such inner expectation, and Alg. 3 with the identity as
