@@ -459,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("runs", nargs="+", type=Path, metavar="RUNS.parquet",
                          help="runs tables (results/<paper>/runs.parquet)")
     compare.add_argument("--family", required=True,
-                         choices=["fair_classification", "kl_dro", "kl_dro_linear", "games",
+                         choices=["fair_classification", "fair_classification_eo", "kl_dro",
+                                  "kl_dro_linear", "games",
                                   "hyperparameter_tuning"],
                          help="the problem family (its papers, cells and default metric)")
     compare.add_argument("--metric", default=None,

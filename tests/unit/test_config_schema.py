@@ -77,8 +77,8 @@ def test_experiments_schema_errors_are_one_line_naming_the_key(path, value, says
     (("compare", "families", "kl_dro", "runs"), None, "compare.families.kl_dro: 'runs' is a "
                                                         "required property"),
     (("compare", "families", "bilevel"), {"runs": {"bilevel": "all"}},
-     "SRC: compare.families: must be one of 'fair_classification', 'kl_dro', 'kl_dro_linear', "
-     "'games', 'hyperparameter_tuning'; got 'bilevel'"),
+     "SRC: compare.families: must be one of 'fair_classification', 'fair_classification_eo', "
+     "'kl_dro', 'kl_dro_linear', 'games', 'hyperparameter_tuning'; got 'bilevel'"),
     (("compare", "draws"), 10, "SRC: compare.draws: must be an integer >= 100; got 10"),
 ])
 def test_config_schema_errors_are_one_line_naming_the_key(path, value, says):

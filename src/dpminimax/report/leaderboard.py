@@ -101,6 +101,11 @@ FAMILIES = {
     "fair_classification": Family(("racodp", "dpfermi", "baselines"), "test_error",
                                   ("dataset",), "dp_violation", DEFAULT_BUDGETS,
                                   knobs=("p_gamma", "p_lam")),
+    # the same under equalized odds (DP-FERMI's cross_paper_eo; Jagielski et al.'s tolerance
+    # is its knob)
+    "fair_classification_eo": Family(("dpfermi",), "test_error", ("dataset",), "eo_violation",
+                                     DEFAULT_BUDGETS,
+                                     knobs=("p_gamma", "p_lam", "p_tolerance")),
     "kl_dro": Family(("dpdro",), "test_auc", ("dataset",)),
     # Eq. (3) for a linear model on P-DRO (exact answers): BYOA's and paper 004's methods on
     # one problem, by the excess population objective (the point 0 as trivial)

@@ -126,6 +126,8 @@ FIGURES: dict[str, Drawer] = {
     "constraint_satisfaction_dp": _satisfaction("dp_violation"),   # RaCO-DP Fig. 3
     "pareto_dp": lambda table, req: plot_pareto(table, violation="dp_violation",
                                                 out_paths=list(req.out_paths)),
+    "pareto_eo": lambda table, req: plot_pareto(table, violation="eo_violation",
+                                                out_paths=list(req.out_paths)),
     "tradeoff_fnr": lambda table, req: plot_tradeoff(                # RaCO-DP Fig. 5a
         with_constraint_values(table, "false_negative_rate"), violation=value_column("test"),
         ylabel="False negative rate (test)", out_paths=list(req.out_paths)),
@@ -215,6 +217,7 @@ TABLES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "markov_ratio_audit": markov_ratio_table,   # BYOA E9 on a randomized solver (issue 36)
     "projection_ablation": projection_ablation_table,   # BYOA releases projected (issue 36)
     "dominance_dp": lambda table: dominance_table(table, "dp_violation"),   # cross-paper
+    "dominance_eo": lambda table: dominance_table(table, "eo_violation"),
     "slopes_population_risk": lambda table: slopes_table(table, "excess_population_risk"),
     "slopes_empirical_risk": lambda table: slopes_table(table, "excess_empirical_risk"),
     "slopes_population_gap": lambda table: slopes_table(table, "population_strong_gap"),
