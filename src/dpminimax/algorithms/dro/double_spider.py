@@ -193,7 +193,10 @@ class DpDoubleSpider(DualSpiderMethod):
 
 
 class DpSgdaDro(DualSpiderMethod):
-    """DP-SGDA (Yang et al. 2022; the baseline paper 004 cites as Rafique et al. 2022)."""
+    """DP-SGDA (Yang et al. 2022; the baseline paper 004 cites as Rafique et al. 2022) on Eq. (3)
+    for a network: the schedule above without SPIDER estimates. The problem-generic ``dp_sgda``
+    (:mod:`dpminimax.algorithms.minimax.sgda`) is the same algorithm on closed-form problems,
+    Eq. (3) for a linear model among them (P-DRO, ``kl_dro_logistic``)."""
 
     name: ClassVar[str] = "dp_sgda_dro"
     label: ClassVar[str] = "DP-SGDA"
