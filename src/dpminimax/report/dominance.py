@@ -35,6 +35,7 @@ claim the majority predictor also meets is uninformative).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -116,19 +117,32 @@ def resampled_means(runs: pd.DataFrame, keys: Sequence[str], values: Sequence[st
                     draws: int = DRAWS, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     """The groups of ``runs`` by ``keys`` (one row each, sorted) and their mean ``values``:
     an array (draws + 1, groups, values) whose row 0 is the mean over the group's runs and rows
-    1.. the means of the runs resampled with replacement within every group (one generator of
-    ``seed``, the groups in order: deterministic)."""
-    rng = np.random.default_rng(seed)
+    1.. the means of the runs resampled with replacement within every group, each group from
+    its own generator seeded by ``seed`` and its key (:func:`group_seed`): a group's draws do
+    not depend on which other groups the runs hold."""
     grouped = runs.groupby(list(keys), sort=True, dropna=False)
     groups = []
     means = np.empty((draws + 1, grouped.ngroups, len(values)))
     for g, (key, rows) in enumerate(grouped):
         data = rows[list(values)].to_numpy(dtype=float)
         means[0, g] = data.mean(axis=0)
+        rng = np.random.default_rng([seed, group_seed(key)])
         picks = rng.integers(0, len(data), size=(draws, len(data)))
         means[1:, g] = data[picks].mean(axis=1)
         groups.append(key)
     return pd.DataFrame(groups, columns=list(keys)), means
+
+
+def group_seed(key: Any) -> int:
+    """A stable 32-bit seed of a group key (a value or a tuple of values; numbers by their
+    float value, so 3, 3.0 and numpy's 3.0 agree)."""
+    def canonical(value: Any) -> str:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            return str(value)
+        return repr(float(value))
+
+    parts = key if isinstance(key, tuple) else (key,)
+    return zlib.crc32("\x1f".join(canonical(v) for v in parts).encode())
 
 
 def percentile_interval(draws: np.ndarray) -> tuple[float, float]:

@@ -169,3 +169,22 @@ def test_the_papers_dominance_claims_are_measured_from_their_blocks():
     racodp = load_claims(ROOT / "papers" / "racodp" / "claims.yaml")
     blocks = [c for c in racodp if "dominance" in c["measure"]]
     assert {c["measure"]["metric"] for c in blocks} == {"dominated_share"}
+
+
+def test_a_groups_bootstrap_does_not_depend_on_the_other_groups():
+    """Adding an experiment to a paper's runs leaves every other group's resampled means (and
+    the claims' intervals built on them) as they were; the draws are the seed's and the key's."""
+    from dpminimax.report.dominance import group_seed, resampled_means
+
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame({"experiment": ["a"] * 5 + ["b"] * 5, "epsilon": 1.0,
+                         "test_error": rng.random(10), "dp_violation": rng.random(10)})
+    extra = pd.DataFrame({"experiment": ["0_first"] * 4, "epsilon": 1.0,
+                          "test_error": rng.random(4), "dp_violation": rng.random(4)})
+    keys, values = ["experiment", "epsilon"], ["test_error", "dp_violation"]
+    groups, means = resampled_means(runs, keys, values, draws=50, seed=3)
+    more_groups, more = resampled_means(pd.concat([extra, runs]), keys, values, draws=50, seed=3)
+    assert list(more_groups["experiment"]) == ["0_first", "a", "b"]
+    np.testing.assert_array_equal(more[:, 1:], means)
+    assert not np.array_equal(resampled_means(runs, keys, values, draws=50, seed=4)[1], means)
+    assert group_seed(("a", 1)) == group_seed(("a", np.float64(1.0))) != group_seed(("b", 1.0))
