@@ -187,22 +187,31 @@ def test_the_first_step_moves_x_by_the_planned_noise_over_the_expected_batch(pro
 def test_the_paper_grid_scales_and_deltas():
     """papers/dpdro/experiments.yaml: every job is trained without the shared attack stage
     (its task runs Table 2's attack), CPU networks below the paper scale, ResNet20 on a GPU at
-    it; delta is at most n^-1.1 for every dataset of its experiment."""
+    it (the linear P-DRO jobs of cross_paper_linear on CPU at every scale); delta is at most
+    n^-1.1 for every dataset of its experiment (P-DRO: its largest n)."""
     from pathlib import Path
 
     from dpminimax.experiments import expand_jobs, load_experiments
+    from dpminimax.problems import PROBLEMS
 
     spec = load_experiments(Path(__file__).parents[4] / "papers/dpdro/experiments.yaml")
     sizes = {"mnist-st": 33_995, "fashion-mnist-st": 33_333, "cifar10-st": 25_500,
              "celeba-blond": 162_770}
+
+    def networks(scale):
+        return [job for job in expand_jobs(spec, scale) if job.dataset not in PROBLEMS]
+
     for scale in ("smoke", "default", "quick", "paper"):
-        jobs = expand_jobs(spec, scale)
-        assert jobs and not any(job.attacked for job in jobs)
+        jobs, everything = networks(scale), expand_jobs(spec, scale)
+        assert jobs and not any(job.attacked for job in everything)
         assert all(job.delta <= sizes[job.dataset] ** -1.1 * (1 + 1e-3) for job in jobs)
+        linear = [job for job in everything if job.dataset in PROBLEMS]
+        assert linear and {job.gpus for job in linear} == {0}
+        assert all(job.delta <= max(job.params["n"]) ** -1.1 for job in linear)
         models = {job.params.get("model", "small_cnn") for job in jobs}
         assert models == ({"resnet20"} if scale == "paper" else {"small_cnn"})
         assert {job.gpus for job in jobs} == ({1} if scale == "paper" else {0})
-    default, quick = expand_jobs(spec, "default"), expand_jobs(spec, "quick")
+    default, quick = networks("default"), networks("quick")
     assert {job.dataset for job in default if job.experiment == "table3"} == {"mnist-st"}
     assert {job.dataset for job in quick if job.experiment == "table3"} == {
         "mnist-st", "fashion-mnist-st"}
