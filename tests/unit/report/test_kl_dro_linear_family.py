@@ -1,6 +1,6 @@
 """The linear KL-DRO family of the cross-paper leaderboards (issue #39): every method paper 004's
 ``cross_paper_linear`` experiment lists (BYOA's output perturbation and baselines, paper 004's
-SPIDER estimators) runs on P-DRO under the family's one accountant, and each cell ranks at least
+SPIDER estimators) runs on P-DRO under the family's one accountant (RDP), and each cell ranks at least
 4 private methods from at least 2 papers beside the trivial point 0."""
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ def test_every_listed_method_runs_on_the_problem_and_is_measured_exactly(runs):
     assert set(runs["dataset"]) == {"kl_dro_logistic"}
     assert (runs[METRIC] >= -1e-12).all()     # an excess over the exact optimum
     assert np.isfinite(runs[f"trivial_{METRIC}"]).all()
-    assert set(runs["accountant"].astype(str)) == {"pld"}
+    assert set(runs["accountant"].astype(str)) == {"rdp"}
 
 
 def test_the_cell_ranks_four_methods_from_two_papers_beside_the_trivial_point(runs):
-    rows, dropped = select(runs, FAMILY, METRIC, accountant="pld")
+    rows, dropped = select(runs, FAMILY, METRIC, accountant="rdp")
     assert dropped["other accountant"] == 0
     board, _ = leaderboard(rows, FAMILY, METRIC, draws=50)
     for _, cell in board.groupby(["dataset", "p_n", "p_d", "epsilon"]):
