@@ -1,7 +1,7 @@
 """The linear KL-DRO family of the cross-paper leaderboards (issue #39): every method paper 004's
 ``cross_paper_linear`` experiment lists (BYOA's output perturbation and baselines, paper 004's
-SPIDER estimators) runs on P-DRO under the family's one accountant (RDP), and each cell ranks at least
-4 private methods from at least 2 papers beside the trivial point 0."""
+SPIDER estimators) runs on P-DRO under the family's one accountant (RDP), and each cell ranks at
+least 4 private methods from at least 2 papers beside the trivial point 0."""
 
 from __future__ import annotations
 
