@@ -264,10 +264,12 @@ def run_fermi_grid_benchmark(steps: int = 30, jobs: int | None = None) -> dict:
 
 
 def jagielski_jobs(experiments_file: str | Path = EXPERIMENTS_FILE, scale: str = "paper"):
-    """The training jobs of the ``jagielski`` settings' method at ``scale``."""
-    method = benchmark_settings(experiments_file, "jagielski")["method"]
+    """The training jobs of the ``jagielski`` settings' method at ``scale`` in the settings'
+    ``experiments`` (the paper's figures; not the cross-paper comparison)."""
+    settings = benchmark_settings(experiments_file, "jagielski")
     return [job for job in expand_jobs(load_experiments(experiments_file), scale)
-            if job.method == method]
+            if job.method == settings["method"]
+            and job.experiment in settings["experiments"]]
 
 
 def job_label(job) -> str:
