@@ -240,3 +240,13 @@ def test_audit_prints_the_one_run_audit(capsys, tmp_path):
         ("all", "none"), *(("gradient", bug) for bug in ("none", "noise_over_2", "noise_over_4"))]
     assert rows[0]["canaries"] == 50 and rows[0]["confidence"] == 0.95
     assert rows[0]["epsilon_lower"] <= rows[0]["epsilon_claimed"] <= 1.0
+
+
+def test_compare_offers_every_leaderboard_family():
+    """The CLI lists the families by hand (it imports no report module to start): the list is
+    the leaderboard's."""
+    from dpminimax.report.leaderboard import FAMILIES
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command")
+    family = next(a for a in commands.choices["compare"]._actions if a.dest == "family")
+    assert list(family.choices) == list(FAMILIES)
