@@ -1,65 +1,7 @@
 """The "paper says / we measure" table: every claim of a paper beside our number and a verdict.
 
-Input: the claims of ``papers/<paper>/claims.yaml`` (:func:`.reference.load_claims`;
-the papers' figures and text) and the long runs table (:mod:`.aggregate`). Output: one
-row per claim with the paper's value, ours and its 95% interval, the comparison, the tolerance,
-the accepted range, the trivial baseline's value and a verdict: ``reproduced``, ``not
-reproduced``, ``inconclusive``, ``uninformative``, ``holds`` / ``fails`` (consistency),
-``measured`` (diagnostic), ``qualitative`` (judged by a figure, not a number) or ``not run:
-<reason>``.
-
-Where our number comes from, in this order:
-
-1. ``measured[claim id]``: values computed elsewhere (benchmark timings and their ratios, the
-   DP-FERMI performance gain of :mod:`.gain`, dataset sizes and feature counts, parameter counts).
-2. The claim's machine-readable ``measure`` (its prose ``how`` stays beside it)::
-
-       measure:
-         metric: test_accuracy                 # a column of the runs table
-         filter: {dataset: adult, method: racodp, epsilon: 1.0, p_gamma: [0.05, 0.1],
-                  p_clip: {min: 0, max: 2}}    # value | list of values | inclusive range
-         by: [experiment, p_gamma]             # optional: mean over the runs (seeds) of each group
-         agg: max                              # mean | median | max | min (over runs or groups)
-                                               # | loglog_slope (see below)
-         window: {min: 1024, max: 65536}       # loglog_slope only, required: the fit's x range
-
-   Numeric columns match within a relative 1e-9 (``inf`` matches ``inf``). ``agg:
-   loglog_slope`` with one ``by`` column x (a rate claim: "the error decays like n^-2") is the
-   least-squares slope of log(mean metric) against log(x) over the groups whose x is inside
-   ``window`` (declared before the run); its fit residual, the slope over the window's last
-   two x and whether the curve is a power law there are reported beside it
-   (:mod:`.claims_interval`). ``relative_to:
-   {column: value}`` (not with ``loglog_slope``) makes a ratio claim ("method A's error is
-   within a factor 3 of method B's"): the mean metric of each ``by`` group (of all the
-   matching runs without ``by``) over the same of the runs the filter with these entries
-   replaced keeps, then ``agg`` over the groups both have.
-
-A claim none of whose datasets appears in the runs is ``not run: data unavailable`` unless a
-measured value is given.
-
-Verdicts (issue 36), by the measured value's 95% interval ``[a, b]``
-(:mod:`.claims_interval`: ``interval: bootstrap | t | exact``) against the accepted band of
-``comparison`` and ``tolerance: {kind, value: t}`` (paper value ``v``): the band ``[lo, hi]`` is
-``v -+ t`` (absolute), ``v (1 -+ t)`` (relative, ``v > 0``), ``v 10^(-+t)`` (log10, ``v > 0``);
-``approx`` accepts ``[lo, hi]``, ``at_least`` ``[lo, inf)``, ``at_most`` ``(-inf, hi]``,
-``above`` ``(lo, inf)``, ``below`` ``(-inf, hi)``. ``reproduced``: the interval lies inside the
-accepted set (``at_most`` on its upper end, ``at_least`` on its lower end); ``not
-reproduced``: it is disjoint from it; ``inconclusive``: it straddles an edge (or there is no
-interval), with ``seeds_to_decide``, the runs per group at which the interval would stop
-straddling if its width shrinks like 1 / sqrt(runs). Round-off of a relative 1e-9 counts as on
-the edge: inside for the inclusive comparisons, outside for the strict ones.
-
-Claim kinds: ``reproduction`` (default; counted), ``consistency`` (true by construction:
-``fails`` only when its interval, or its value where it has none, is disjoint from the band, as
-an audit is above its DP ceiling only beyond its interval; else ``holds``), ``diagnostic``
-(``measured``, no verdict). A reproduction claim that is reproduced or inconclusive is
-``uninformative`` when the trivial baseline is not ``not reproduced`` itself: the same measure
-on the runs' ``trivial_<metric>`` column (or ``trivial: {metric: <column>}``), or with
-``trivial: measured`` the ``trivial`` entry of the value measured outside the runs table; none
-with ``trivial: none`` and ``trivial_reason``. A claim that nothing measures says why in
-``not_run``. Measured values from outside the runs table are a float (exact with ``interval:
-exact``, else without an interval) or ``{value, low, high}``.
-"""
+The ``claims.yaml`` format (``measure``, ``relative_to``, ``loglog_slope``), the order our number is
+taken from and the verdict rules: ``docs/claims.md``."""
 
 from __future__ import annotations
 

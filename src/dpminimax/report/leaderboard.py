@@ -1,54 +1,7 @@
 """Leaderboards across papers (issue 39 item 3): who wins where, decided by intervals.
 
-Input: one or more runs tables (``results/<paper>/runs.parquet``) and a problem *family*
-(:data:`FAMILIES`): the papers whose runs it reads, its default metric, the columns that make
-a leaderboard *cell* besides epsilon (the dataset, or a game's or a tuning problem's problem and
-sizes) and, for fair classification, a violation column with budgets (the budgets of
-:mod:`.pareto`).
-
-The protocol, enforced before anything is ranked (:func:`check_protocol`): inside a cell every
-private run has the same ``delta`` and ``accountant`` and every run the same ``split`` (the
-runs table's ``split`` column, else the hash of the prepared arrays the workflow wrote beside
-the table, ``<results>/data/<dataset>/meta.json``, else ``unrecorded``); otherwise one line
-names the column. Non-private runs (epsilon = inf) have no delta or accountant to agree on.
-Runs on stand-in data are left out (they are not the dataset).
-
-A method's *score* in a cell: the runs that are identical but for the seed form a
-*configuration* (same paper, experiment and ``p_*`` parameters). Every method is scored with the
-same tuning budget of ``k`` *tuning configurations* (issue 39 item 2; column ``tuning_budget``):
-a tuning configuration is a configuration without the family's *knobs*, the parameters that
-choose the operating point on a constraint's trade-off (RaCO-DP's gamma, DP-FERMI's lambda),
-and without the parameters the knobs determine (:func:`tuning_units`); its knob values are
-points of one Pareto front, not separate tries. A method's score is its *expected best of k*
-tuning configurations drawn without replacement from its own ``m`` (column ``configs``):
-without a budget, each configuration's best mean, exact from their order statistics
-(:func:`expected_best`: with the scores sorted best first, ``sum_i score_(i) C(m - i, k - 1) /
-C(m, k)``; ``k = 1`` the mean over configurations, ``k = m`` the best), so a larger grid wins
-nothing by selection alone. ``k`` is the smallest count among the cell's methods (the trivial
-baseline excluded), or the family's ``tuning_budget`` when one is set; then a method with fewer
-is scored on all of its own (``below_tuning_budget``). With a violation budget ``v`` a draw of
-``k`` tuning configurations scores the lowest error the Pareto front of their points reaches
-within ``v`` (:func:`.dominance.error_at`, the error interpolated between front points), and a
-draw reaching no point within ``v`` deploys the trivial baseline instead (it reaches every
-budget; without trivial columns the score is undefined); :func:`expected_front_within`
-averages over every draw. A method none of whose points reaches ``v`` does not reach the budget
-(no score). The configurations are still picked on the test metric itself (the runs tables
-hold no validation score). The trivial baseline (the runs' ``trivial_<metric>`` columns,
-:mod:`dpminimax.trivial`) is a row of every leaderboard.
-
-Intervals: a percentile bootstrap over seeds (:func:`.dominance.resampled_means`: the runs of
-every configuration resampled with replacement, :data:`.claims_interval.DRAWS` draws, the whole
-score, the same expected best of k, recomputed on each; the interval of :mod:`.claims_interval`,
-widened to hold the value), or with ``interval="t"`` a Student-t interval for a method whose
-score is one configuration's mean. A method with a single run in some configuration has no
-interval. Its *rank* is 1 + the number of rows with a strictly better score (on the seed means),
-its rank interval the 2.5 and 97.5 percentiles of the ranks over the draws. Against every other
-row it *wins* when the bootstrap interval of the difference of their scores lies entirely on the
-better side of 0, *loses* when on the worse side, *ties* when it holds 0, and is ``n/a`` when
-either has no interval or does not reach the budget. A method not shown better than the trivial
-baseline (no win against it, for want of an interval too) is marked ``beats_trivial = False``
-(empty for a method out of the budget's reach).
-"""
+The protocol (cells, tuning budget and expected best of k, violation budgets, intervals,
+wins and ties, the trivial baseline): ``docs/leaderboards/README.md``."""
 
 from __future__ import annotations
 
