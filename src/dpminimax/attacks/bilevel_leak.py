@@ -10,32 +10,8 @@ u = e_1. Mechanisms, each run N times per dataset (one batched program):
   exact inner solutions and sigma 0 (``np_pen``) fitted through M3's path (every run fitted,
   both statistics): it must reach AUC 1, or the test could not see a leak.
 
-The attacker's statistic is <x_out, u> (M0: larger on S+; M1-M3 aim at -xi_bar: smaller), read
-by the ROC, its AUC and the empirical epsilon lower bound with Clopper-Pearson bounds
-(:func:`dpminimax.attacks.lira.epsilon_lower_bound_from_roc`). For M3 and its control a second
-attack reads the 2 T released inner solutions (Alg. 1 line 3; the accounting covers them):
-on P-D y*(x) = xi_bar and y^lambda(x) = (lambda xi_bar - x) / (1 + lambda), so each release's
-mean moves along u by r_k 2 / n (r = 1 for y~, lambda / (1 + lambda) for y~l) under Gaussian
-noise of std sigma_k (the plan's), and <sum_t sum_k (r_k / sigma_k^2) y~_{k,t}, u> is their
-likelihood-ratio statistic (up to the projection onto Y; weights r_k where sigma is 0). The
-reconstruction attack knows S without xi_n: xi_n = n grad F(0) - sum_{i<n} xi_i (M0),
--n x_out - sum_{i<n} xi_i (M1, M2).
-
-Any dimension d: S+ and S- differ in xi_n alone, by 2 u, so every output's law differs between
-them only through its mean along u (xi_bar moves by 2 u / n; the other d - 1 coordinates are
-shared), and the projection on u = (xi_n^+ - xi_n^-) / ||xi_n^+ - xi_n^-||, taken from the two
-datasets, not from a fixed coordinate, is the likelihood-ratio test for M3's isotropic Gaussian
-noise; the reconstruction is a vector identity. Neither reads d.
-
-A study runs several (d, n) settings (:func:`leak_settings`: our experiment E1 takes d in
-{1, 10}, n in {100, 1000}), one table row per setting x mechanism x epsilon
-(:func:`leak_study`). M0-M2 are deterministic functions of the dataset (exact inner solutions,
-no noise on P-D): each is fitted on two seeds, checked equal, and the output repeated for the N
-runs (what N fitted runs give, without N times the cost). M3 and its control are fitted in
-chunks of runs (:data:`CHUNK_ELEMENTS`): each run draws from its own seed's generators, so a
-chunked fit gives the same outputs as one program, and the per-example tensors (runs x n x d)
-stay in cache. Every mechanism (each epsilon of M3 too) runs on its own block of seeds.
-"""
+The attacker's statistics, why they need no d, and how a study is batched:
+``papers/bilevel/NOTES.md`` ("The leak attack")."""
 
 from __future__ import annotations
 

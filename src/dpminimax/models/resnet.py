@@ -22,31 +22,8 @@ Architecture (``width = w``, default 64; ``g`` groups, default 16; ``p`` dropout
     BasicBlock: conv 3x3/s - GN - ReLU - dropout - conv 3x3/1 - GN, plus shortcut
     (identity, or conv 1x1/s + GN when stride or channels change), then ReLU.
 
-Choices and why:
-
-* Layers [2, 2, 2, 1] of BasicBlocks with channels 64/128/256/512: "ResNet16" is the released
-  code's name for 1 stem conv + 7 blocks x 2 convs + 1 dense = 16 weight layers.
-* ImageNet stem (7x7 stride-2 conv + 3x3 stride-2 max-pool), as in He et al. 2016 and the
-  released code; with 128x128 inputs the feature maps are 32x32 after the
-  stem and 4x4 before the global pool.
-* Projection shortcut (1x1 conv + GroupNorm) only on a shape change (He et al. 2016 option B).
-* No bias in any conv: each conv is followed by a GroupNorm whose affine shift makes a conv bias
-  redundant, as in He et al. 2016 / torchvision. This is what makes the conv + dense count
-  6,449,346 (the paper's "6.4M"); with the GroupNorm affine parameters
-  (7,552) the total is 6,456,898 at the defaults, 0.9% above 6.4M.
-* GroupNorm(g, eps=1e-5) with affine weight 1 / bias 0 at every norm site (stem, both convs of
-  every block, every projection shortcut); there is no BatchNorm anywhere.
-* Dropout p (default 0.3) at the released code's three sites: after the stem (after the max-pool),
-  inside every block after the first conv's ReLU (before the second conv), and on the pooled
-  features before the dense head. Dropout and GroupNorm act on each example separately, so
-  per-example gradients via ``torch.func`` (``functional_call`` + ``vmap(grad)``) are exact; in
-  training mode vmap needs ``randomness="different"`` (or ``"same"``) for the dropout draws, in
-  eval mode dropout is the identity.
-* Init: Kaiming-normal (fan_in, ReLU gain) for every conv, as in the released code; the dense
-  head keeps PyTorch's default Linear init (nothing pins another).
-* Compute dtype: float32 (the released JAX code computes in bfloat16 on accelerators; casting is
-  left to the caller, e.g. ``torch.autocast``).
-"""
+The choices (layers, stem, shortcut, no conv bias and the 6.4M count, GroupNorm, dropout
+sites, init, dtype) and why: ``papers/racodp/NOTES.md`` ("ResNet16-GroupNorm")."""
 
 from __future__ import annotations
 
