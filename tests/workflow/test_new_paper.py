@@ -5,10 +5,8 @@ and report."""
 
 from __future__ import annotations
 
-import re
-
 import yaml
-from wfhelpers import run_snakemake
+from wfhelpers import planned_outputs, run_snakemake
 
 TOY = {
     "paper": "toy",
@@ -46,10 +44,7 @@ def test_a_paper_that_reuses_methods_is_one_folder(workflow_copy):
     (folder / "experiments.yaml").write_text(yaml.safe_dump(TOY, sort_keys=False))
     (folder / "claims.yaml").write_text(yaml.safe_dump(CLAIMS, sort_keys=False))
     result = run_snakemake(workflow_copy, "-n", "--config", "papers=[toy]", "scale=smoke")
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout + result.stderr
-    outputs = {path for line in re.findall(r"^\s*output: (.*)$", out, flags=re.M)
-               for path in line.split(", ")}
+    outputs = planned_outputs(result)
     for path in ("results/toy/figures/acc/accuracy_vs_epsilon.png",
                  "results/toy/tables/claims.csv", "results/toy/report.html",
                  "results/toy/train/acc/synthetic-fair/dp_sgd/eps~1/metrics.parquet",

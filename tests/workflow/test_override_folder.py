@@ -3,22 +3,13 @@ papers' own outputs in results/<paper>/ (only the shared prepared data in result
 
 from __future__ import annotations
 
-import re
-
-from wfhelpers import run_snakemake
-
-
-def _outputs(result):
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout + result.stderr
-    return {path for line in re.findall(r"^\s*output: (.*)$", out, flags=re.M)
-            for path in line.split(", ")}
+from wfhelpers import planned_outputs, run_snakemake
 
 
 def test_an_override_plans_only_outputs_in_its_own_folder(workflow_copy):
     result = run_snakemake(workflow_copy, "-n", "--config", "experiments={racodp: [fig4_dp]}",
                            "dataset_override=[synthetic-fair]")
-    outputs = _outputs(result)
+    outputs = planned_outputs(result)
     own = {p for p in outputs if p.startswith("results/override~synthetic-fair/racodp/")}
     assert "results/override~synthetic-fair/racodp/figures/fig4_dp/tradeoff_dp.png" in own
     # its leaderboards too (rule compare: the fair-classification family reads fig4_dp)
@@ -30,7 +21,7 @@ def test_an_override_plans_only_outputs_in_its_own_folder(workflow_copy):
 
 
 def test_without_an_override_the_papers_own_folder_is_used(workflow_copy):
-    outputs = _outputs(run_snakemake(workflow_copy, "-n", "--config",
-                                     "experiments={racodp: [fig4_dp]}"))
+    outputs = planned_outputs(run_snakemake(workflow_copy, "-n", "--config",
+                                            "experiments={racodp: [fig4_dp]}"))
     assert "results/racodp/figures/fig4_dp/tradeoff_dp.png" in outputs
     assert not any("override" in p for p in outputs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,3 +34,9 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.C
     )
 
 
+def planned_outputs(result: subprocess.CompletedProcess) -> set[str]:
+    """The output paths a successful ``snakemake -n`` (:func:`run_snakemake`) planned."""
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    return {path for line in re.findall(r"^\s*output: (.*)$", out, flags=re.M)
+            for path in line.split(", ")}
