@@ -20,6 +20,12 @@ include: "workflow/rules/attack.smk"
 include: "workflow/rules/compare.smk"
 
 
+# Each selected paper's own stages (papers/<id>/rules.smk), before the default target reads
+# the outputs they add to PAPER_TARGETS.
+for _paper_rules in PAPER_RULES:
+    include: _paper_rules
+
+
 report: "workflow/report/workflow.rst"
 
 

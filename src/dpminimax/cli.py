@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dpminimax.plugins import load_plugins
+
 
 def _in_range(low: float, high: float, *, closed_high: bool = False, integer: bool = False):
     """An argparse type: a number in (low, high) (or (low, high]), checked before any
@@ -509,6 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        load_plugins()
         args.handler(args)
     except (ValueError, OSError, LookupError, RuntimeError, DataError) as err:
         if args.debug:

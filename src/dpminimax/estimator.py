@@ -32,6 +32,7 @@ from dpminimax.data import PreparedDataset
 from dpminimax.data.splits import train_test_indices
 from dpminimax.data.tabular import one_hot, zscore
 from dpminimax.epsilon import Epsilon
+from dpminimax.plugins import load_plugins
 from dpminimax.privacy.events import event_from_dict
 
 #: Fairness metrics of the run table; undefined (NaN) when no sensitive attribute is given.
@@ -53,7 +54,9 @@ def needs_sensitive(method: str) -> bool:
 
 def methods() -> pd.DataFrame:
     """The registered methods (index: name) with their label, whether they are private, their
-    task, whether they need a sensitive attribute and their parameter defaults."""
+    task, whether they need a sensitive attribute and their parameter defaults (plugins'
+    included: :func:`dpminimax.plugins.load_plugins`)."""
+    load_plugins()
     return pd.DataFrame([
         {"name": name, "label": cls.label, "private": cls.private, "task": cls.task.name,
          "needs_sensitive": needs_sensitive(name), "parameters": dict(cls.parameters)}
@@ -244,6 +247,7 @@ def fit(method: str, X: Any = None, y: Any = None, s: Any = None, *,
     inf, for a non-private one); epsilon as a number or its label (``"0.5"``, ``"inf"``).
     ``params`` override the method's defaults; an unknown name is an error.
     """
+    load_plugins()
     method_obj = get_method(method)
     problem = None
     if method_obj.task.draws_data:

@@ -7,6 +7,8 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
+from dpminimax.plugins import plugin_paths
+
 #: The installed package's folder (this module sits at its top).
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -108,7 +110,15 @@ def dataset_code_fingerprint(name: str, *extra: str) -> str:
 def train_code_fingerprint() -> str:
     """The fingerprint of everything a training job (train + attack) runs: the workflow's
     train rule carries it as a param, and a job stamps it into its metrics as ``code_version``."""
-    return code_fingerprint("algorithms", "kernels", "privacy", "models", "metrics", "tasks",
-                            *training_data_parts(), "attacks", "api/__init__.py", "api/columns.py",
-                            "api/training.py", "api/tuning.py", "api/attacks.py", "api/model_io.py",
-                            "fit_result.py", "seeding.py")
+    library = code_fingerprint(
+        "algorithms", "kernels", "privacy", "models", "metrics", "tasks", *training_data_parts(),
+        "attacks", "api/__init__.py", "api/columns.py", "api/training.py", "api/tuning.py",
+        "api/attacks.py", "api/model_io.py", "fit_result.py", "seeding.py", "plugins.py")
+    plugins = plugin_paths()
+    if not plugins:
+        return library
+    digest = hashlib.sha256(library.encode())
+    for path in plugins:  # a paper's plugin file (its folder and name, its bytes)
+        digest.update(f"\0{path.parent.name}/{path.name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -8,6 +8,9 @@ import pytest
 
 from dpminimax.data import get_dataset_spec, registry, write_canonical_sample
 from dpminimax.data.checksum import file_digest
+from dpminimax.plugins import load_plugins
+
+load_plugins()  # $DPMINIMAX_PLUGINS: a paper's methods join the parametrized suites (METHODS)
 
 
 @pytest.fixture

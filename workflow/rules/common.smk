@@ -1,4 +1,5 @@
 # Configuration -> validated grids -> jobs; wildcard constraints; input functions.
+import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -14,6 +15,7 @@ from dpminimax.experiments import (
     selected_papers,
 )
 from dpminimax.algorithms import CONTROLS, METHODS
+from dpminimax.plugins import ENV_VAR as PLUGINS_ENV, load_plugins
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
 from dpminimax.feasibility import check_jobs, prepared_train_size
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
@@ -46,6 +48,23 @@ RESULTS = results_root(config.get("dataset_override"))
 # merges a mapping given on the command line into the config file's, so only a string can
 # replace it) runs every experiment of every paper.
 SELECTED = {} if config.get("experiments") in (None, "all") else config["experiments"]
+# The selected papers' plugins (papers/<id>/plugin.py: the methods, problems and figures a paper
+# adds; dpminimax.plugins), named in $DPMINIMAX_PLUGINS for this process and every job it starts,
+# and registered before any name is checked or the training code fingerprinted.
+PAPER_FOLDER = lambda paper: Path(workflow.basedir) / "papers" / paper
+PLUGIN_FILES = [str(PAPER_FOLDER(paper) / "plugin.py")
+                for paper in selected_papers(config["papers"], SELECTED)
+                if (PAPER_FOLDER(paper) / "plugin.py").is_file()]
+os.environ[PLUGINS_ENV] = os.pathsep.join(
+    dict.fromkeys([*filter(None, os.environ.get(PLUGINS_ENV, "").split(os.pathsep)),
+                   *PLUGIN_FILES]))
+load_plugins()
+# A paper's own stages: its rules.smk, included by the Snakefile; the outputs it appends to
+# PAPER_TARGETS are built by the default target.
+PAPER_TARGETS = []
+PAPER_RULES = [str(PAPER_FOLDER(paper) / "rules.smk")
+               for paper in selected_papers(config["papers"], SELECTED)
+               if (PAPER_FOLDER(paper) / "rules.smk").is_file()]
 # Used only with --software-deployment-method conda (path relative to the rule files).
 CONDA_ENV = f"../../envs/{config.get('software_env', 'cpu')}.yaml"
 # Per dataset: the shared data code + atomic.py + the dataset's own module / YAML declaration.
@@ -61,7 +80,7 @@ BENCH_CODE = code_fingerprint(
 
 def experiments_file(paper):
     """papers/<paper>/experiments.yaml: the paper's grids."""
-    return Path(workflow.basedir) / "papers" / paper / "experiments.yaml"
+    return PAPER_FOLDER(paper) / "experiments.yaml"
 
 
 def _load_paper(paper):
@@ -274,7 +293,7 @@ def all_targets():
                     f"{RESULTS}/{paper}/figures/{experiment}/{figure}.{ext}"
                     for ext in ("pdf", "png")
                 ]
-    return targets
+    return targets + PAPER_TARGETS
 
 
 #: Rules whose jobs may ask for a GPU (their ``gpu`` resource: Job.gpus).

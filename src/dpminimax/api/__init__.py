@@ -16,6 +16,8 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+from dpminimax.plugins import load_plugins
+
 #: Public name -> the submodule that defines it.
 _SIDES = {
     **dict.fromkeys(("NonFiniteResultError", "prepare_dataset", "set_threads", "train"),
@@ -50,6 +52,7 @@ def log_to(path: str | Path | None) -> Iterator[None]:
 
 def __getattr__(name: str):
     if name in _SIDES:
+        load_plugins()  # a paper's methods, problems and figures, before any name is looked up
         return getattr(importlib.import_module(f"dpminimax.api.{_SIDES[name]}"), name)
     raise AttributeError(f"module 'dpminimax.api' has no attribute {name!r}")
 

@@ -154,6 +154,7 @@ def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
     import nbformat
 
     from dpminimax.experiments import load_experiments, select_experiments
+    from dpminimax.plugins import plugin_paths
     from dpminimax.report.notebook import (
         build_notebook,
         execute_notebook,
@@ -167,7 +168,8 @@ def make_notebook(experiments_path: str | Path, html_out: str | Path, *,
                            None if experiments is None else list(experiments)),
         results=".", claims=claims,
         reported=relative(reported, where) if reported else None,
-        source=Path(experiments_path).as_posix())
+        source=Path(experiments_path).as_posix(),
+        plugins=[str(path.resolve()) for path in plugin_paths()])
     execute_notebook(notebook, where, timeout=timeout)
     with atomic_path(html_out) as tmp:
         tmp.write_text(notebook_html(notebook), encoding="utf-8")

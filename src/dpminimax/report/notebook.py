@@ -117,13 +117,15 @@ def summary_view(summary: pd.DataFrame, experiment: str, digits: int = 3) -> pd.
 
 def build_notebook(spec: Mapping[str, Any], *, results: str = ".",
                    reported: str | None = None, claims: bool = False,
-                   source: str | None = None) -> nbformat.NotebookNode:
+                   source: str | None = None,
+                   plugins: Sequence[str] = ()) -> nbformat.NotebookNode:
     """The report notebook of the paper ``spec`` (a loaded ``experiments.yaml``).
 
     ``results`` is the paper's results directory and ``reported`` the CSV of the numbers the
     paper plotted (overlaid on its figures), both as seen from where the notebook runs;
-    ``claims``: include ``tables/claims.md``. Unknown figure or table names are an error here,
-    before anything runs.
+    ``claims``: include ``tables/claims.md``; ``plugins``: the paper plugin files the
+    notebook registers first (:func:`dpminimax.plugins.load_plugins`). Unknown figure or table
+    names are an error here, before anything runs.
     """
     from dpminimax.report.registry import get_drawer, get_table
 
@@ -153,6 +155,8 @@ def build_notebook(spec: Mapping[str, Any], *, results: str = ".",
             "import pandas as pd\n"
             "from IPython.display import Markdown, display\n\n"
             "from dpminimax.report import notebook as nb\n\n"
+            + (f"from dpminimax.plugins import load_plugins\n\nload_plugins({list(plugins)!r})"
+               "  # the paper's plugins: its methods and figures\n" if plugins else "") +
             "nb.show_figures_inline()\n"
             "pd.set_option(\"display.max_rows\", 200)\n"
             "runs = pd.read_parquet(RESULTS / \"runs.parquet\")\n"

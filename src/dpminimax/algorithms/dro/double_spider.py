@@ -1,33 +1,15 @@
 """DP Double-SPIDER (paper 004, Alg. 2) and the two DP baselines of its Table 3, on the KL dual
 reformulation Eq. (3), min over (x, eta) of L(x, eta) = lam mean(e^{(l_i - eta)/lam} - 1) + eta.
 
-One program, three schedules (Alg. 2 and the paper's two baselines):
+One program, three schedules: ``dp_double_spider`` (Alg. 2: eta, then x at the new eta, each
+from its own Poisson batch; an anchor every ``period`` steps, per-example SPIDER differences in
+between), ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022) and ``privatediff_dro`` (PrivateDiff
+Minimax, Zhang et al. 2025c). Each loss gradient is clipped at C and each weight capped at W
+(``weight_cap``), so an x contribution is at most W C (a difference 2 W C) and a dual one at
+most max(1, W - 1); every release is Gaussian with one noise multiplier calibrated over the
+schedule.
 
-* ``dp_double_spider`` (Alg. 2): eta first, then x at the new eta, each from its own Poisson
-  batch; every ``period`` (q) steps an anchor (rate ``anchor_batch_size / n``, clip C), in
-  between SPIDER differences of the same examples at consecutive iterates (rate
-  ``batch_size / n``, clip ``min(c ||w_t - w_{t-1}||, 2C)``) accumulated on the last estimate.
-  Clipping is per example (the paper clips the batch mean, which bounds no sensitivity).
-* ``dp_sgda_dro`` (DP-SGDA, Yang et al. 2022, the algorithm the paper means): one
-  batch per step, x and eta clipped gradients at (x_t, eta_t), simultaneous steps.
-* ``privatediff_dro`` (PrivateDiff Minimax, Zhang et al. 2025c): one batch per
-  step; the dual first (a fresh clipped gradient), then x by SPIDER with a restart (anchor)
-  every ``period`` steps (their default 2).
-
-The baselines are said to run on problem (2), whose dual p in the simplex is a per-example
-vector; its normalisation couples every example to every other, so no per-example bound holds
-for p kept as state. For KL, max over p of (2) equals min over eta of (3) (the duality of Sec. 3),
-so they run on (3) here, where eta (the multiplier of sum p = 1) is a released scalar and each
-example's contribution depends on its own data only. Every release is Gaussian with one noise
-multiplier, calibrated over the schedule's event (sampled Gaussians at two rates).
-
-Clipping (a deviation, papers/dpdro/README.md "Deviation: clipping"): psi* = e^s - 1 is not
-Lipschitz, so clipping w_i grad l_i at C clips almost every hard example to the same norm and
-erases the DRO weighting. Here each loss gradient is clipped at C first and the weight is capped
-at W (``weight_cap``): w_i = min(e^{(l_i - eta)/lam}, W), the exact gradient of Eq. (3) with the
-W-truncated KL conjugate (:func:`~dpminimax.metrics.kl_dro.dual_weights`). An x contribution
-is then at most W C (a difference 2 W C), a dual one 1 - w_i lies in [1 - W, 1] (at most
-max(1, W - 1); a difference at most W): bounded by construction, no dual clip biases eta.
+Derivation and choices: papers/dpdro/NOTES.md, section "DP Double-SPIDER and its baselines".
 """
 
 from __future__ import annotations

@@ -1,42 +1,15 @@
 """DP-FERMI's gradient sums for binary logistic regression in one compiled pass per example
 (CPU).
 
-The torch path of :class:`~dpminimax.algorithms.fair.dpfermi.FermiProgram` computes a step of
-Algorithm 1 (lines 4-6) as about 35 tensor operations over all R x B examples: logits, softmax,
-the two parts of dpsi/dF (one-hot attributes, per-cell W and P_S), the chain rule through the
-softmax, the clip factors, the weighted row sum and the W-gradient matrix products; most of its
-time goes to the elementwise products, fills and one-hots over (R, B, ...) temporaries
-(timings: BENCHMARKS.md). This
-kernel makes no temporary of that size and reads only the non-zeros of each sampled row
-(:meth:`~dpminimax.kernels.gather.RowGatherer.nonzeros`; one-hot tables are mostly zeros):
+Computes the theta- and W-gradient sums of a step of DP-FERMI (Lowy, Gupta, Razaviyayn, ICLR
+2023, Algorithm 1 lines 4-6; the W-gradient by Lemma D.1) without the large temporaries of
+:class:`~dpminimax.algorithms.fair.dpfermi.FermiProgram`'s torch path: per example, the logit
+over the row's non-zeros, the parts of dpsi/dF through the softmax, clipping to ``clip`` and
+``clip_w``, and accumulation in float64. The sums equal the torch path's (to float rounding) and
+a run's are bit-identical alone or among others; noise, updates and projection stay in torch,
+so the releases and their sensitivities are the torch path's.
 
-for every run r (in parallel) and every included example i of its batch, in order,
-
-* ``z = <x_i, theta_r> + b_r`` over the row's non-zeros (summed in float64), F_i = [p0, p1] =
-  softmax([0, z]) (labels in {0, 1}: every tabular experiment; multinomial logistic regression
-  takes the torch path);
-* the parts of ``c_ij = dpsi_i/dF_ij`` (:mod:`dpminimax.algorithms.fair.ermi`):
-  ``-(W^T W)_jj`` and ``2 W_{s_i j} / sqrt(P_S(s_i))`` with the W and P_S of the example's cell
-  (demographic parity: one cell; equalized odds: its label);
-* through the softmax, ``p1 (c_i1 - <c_i, F_i>)`` for each part; sensitive-attribute mode
-  clips the s-dependent part to ``clip`` (its size times ||[x_i, 1]||);
-* the theta residual ``p1 - y_i + lam (both parts)``, clipped to ``clip`` with the norm
-  ``|residual| ||[x_i, 1]||`` in example mode, accumulated as ``residual [x_i, 1]``;
-* the W weight ``a_i = lam``, clipped in example mode so that ``||a_i grad_W psi_i|| <= clip_w``
-  (the closed-form norm of :func:`~dpminimax.algorithms.fair.ermi.psi_grad_w_norms`), accumulated as
-  ``2 a_i (u_i 1^T - W) diag(F_i)`` (Lemma D.1) through its two sums.
-
-The sums are the same quantities as the torch path (checked against it in the tests, to float
-rounding); noise, the updates and the projection stay in torch. Sums accumulate in float64 and
-are returned in the data's dtype.
-
-Bit-identity: a run's sums are computed by one thread from that run's rows and parameters only,
-example after example in batch order, skipping padding, with no fast-math flag; no value
-depends on R, on B, on the run's position or on the thread, so a run gets the same bits alone as
-among others (tested bit for bit). The loop has three passes over the run's batch (logits,
-per-example scalars, accumulation), so that the row reads of consecutive examples do not wait on
-each other's arithmetic. The per-example scalars are written for two classes, in registers (faster
-than a K-class loop over small arrays, same bits; BENCHMARKS.md).
+Derivation and choices: papers/dpfermi/NOTES.md, section "The compiled gradient sums".
 """
 
 from __future__ import annotations

@@ -2,36 +2,14 @@
 Algorithm 3 (SC-SC min-max), and the exact non-private solution (the
 reference every private error is measured against).
 
-Each run solves its empirical problem with the base solver ``solver`` (:mod:`dpminimax.solvers`):
-``exact`` (:meth:`~dpminimax.problems.Problem.empirical_solution`, exact to machine precision) or
-an iterative solver stopped by its deterministic certificate at the accuracy of Alg. 1 line 1,
-||A(S) - x*|| <= L / (mu n), or Alg. 3's (3), mu_x ||dx||^2 + mu_y ||dy||^2 <= L^2 / (mu n^2)
-(:func:`output_target`). Either way the condition holds with probability 1, so the privacy plan
-does not depend on the solver; an iterative solver's per-sample gradient evaluations are the
-run's ``gradient_evaluations`` (and ``gradient_evaluations_per_sample``, over n). Every block is
-released once with Gaussian noise, under the paper's replace-one relation with the paper's
-high-probability sensitivities:
+Each run solves its empirical problem with the base solver ``solver`` (``exact``, or an
+iterative solver stopped by a deterministic certificate at the accuracy of Alg. 1 line 1 or
+Alg. 3's (3); see :func:`output_target`) and releases every block once with Gaussian noise under
+the paper's replace-one sensitivities: Delta = 4 L / (mu n) (Alg. 1), Delta_b = (4 L / n)
+sqrt(1 / (mu_b mu)) for b in (x, y) (Alg. 3). ``sigma="paper"`` uses the paper's multiplier,
+``sigma="calibrated"`` the smallest one that meets (epsilon, delta / 2) by our accountant.
 
-* Alg. 1: Delta = 4 L / (mu n) (stability 2L / (mu n) plus twice the solver radius L / (mu n));
-  the paper's sigma = 4 L sqrt(2 log(2.5 / delta)) / (mu n epsilon), i.e. the multiplier
-  sqrt(2 log(2.5 / delta)) / epsilon;
-* Alg. 3: Delta_b = (4 L / n) sqrt(1 / (mu_b mu)) for b in (x, y), mu = min(mu_x, mu_y); the
-  paper's sigma_b = (8 L / (n epsilon)) sqrt(2 log(5 / delta) / (mu_b mu)), i.e. the multiplier
-  2 sqrt(2 log(5 / delta)) / epsilon (each block at (epsilon / 2, delta / 4)).
-
-Ablation ``project: true`` projects every released block onto its ball (post-processing, free:
-the plan and its privacy record do not change); the paper's algorithms release unprojected.
-Every run reports ``release_outside_ball``, the share of its released blocks that left their
-ball before any projection.
-
-In both, delta / 2 is the paper's allowance for the solver's failure probability and delta / 2
-is the mechanism's (Def. 2 applied at delta / 2). ``sigma="paper"`` uses the paper's
-multiplier; its record is the accountant's epsilon of the releases at delta / 2, and
-``guarantee_covered`` says whether that is within the target (the classical Gaussian bound the
-paper uses holds only for epsilon < 1). ``sigma="calibrated"`` uses the smallest multiplier
-with which the releases meet (epsilon, delta / 2) by our accountant. A Gaussian release's
-privacy depends only on sigma / Delta, so accounting it with the replace-one sensitivity is
-exact.
+Derivation and choices: papers/byoa/NOTES.md, section "Output perturbation, Algorithms 1 and 3".
 """
 
 from __future__ import annotations

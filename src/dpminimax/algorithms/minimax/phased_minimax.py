@@ -2,37 +2,14 @@
 composed as in Theorem 4.8, and the convex-strongly-concave variant of Alg. 4 (Corollary 4.9),
 with the exact base solver.
 
-Both run K = floor(log2 n) phases on consecutive disjoint chunks of nbar = floor(n / K)
-examples (the n - K nbar left over are not used; Algs. 4 and 5 use the same chunks,
-our reading), with x~_0 = y~_0 = 0 and mu_k = mu 2^k. Phase k solves its chunk's regularized
-saddle-point problem exactly (:meth:`~dpminimax.problems.Problem.empirical_solution` with a
-proximal term, so the accuracy conditions hold with probability 1) and releases one block:
+K = floor(log2 n) phases on disjoint chunks of nbar = floor(n / K) examples; phase k solves its
+chunk's regularized saddle-point problem exactly and releases one block (x~_k for Alg. 4 and
+Cor. 4.9, y~_k for Alg. 5) with Gaussian noise, sensitivity 4L / (nbar sqrt(mu_k m)), m = mu
+(Lemma 4.5) or min(mu_k, mu_y) (Cor. 4.9). The C-C program interleaves Algs. 4 and 5 and
+outputs (x~_K, y~_K); the C-SC program outputs x only.
 
-* Alg. 4: + mu_k ||x - x~_{k-1}||^2 / 2 - mu ||y||^2 / 2, releases x~_k;
-* Alg. 5: + mu ||x||^2 / 2 - mu_k ||y - y~_{k-1}||^2 / 2, releases y~_k;
-* Cor. 4.9 (C-SC, mu_y > 0 the strong concavity of f in y): + mu_k ||x - x~_{k-1}||^2 / 2 only,
-  releases x~_k.
-
-The sensitivity of phase k is 4L / (nbar sqrt(mu_k m)) with m = min(mu_k, mu) = mu (Algs. 4, 5:
-Lemma 4.5's stability 2L / (nbar sqrt(mu_k mu)) plus twice the solver radius) or
-m = min(mu_k, mu_y) (Cor. 4.9); L is the joint Lipschitz constant and D the problem's diameter.
-mu is Theorem 4.8's (L / D) max(2 / sqrt(n), 13 log2(n) sqrt(d ln(5 / delta)) / (n epsilon)),
-d = max(d_x, d_y), or Corollary 4.9's 3 (L / D) max(1 / sqrt(n), 4 log2(n) sqrt(d_x ln(2.5 /
-delta)) / (n epsilon)); the non-private twins keep the statistical terms, 2 (L / D) / sqrt(n) and
-3 (L / D) / sqrt(n) (the paper's worked example).
-
-The C-C program interleaves the two algorithms (they do not read each other's outputs): step
-2k - 1 is Alg. 4's phase k, step 2k Alg. 5's; its output is (x~_K, y~_K). The C-SC program has
-one step per phase and releases, and outputs, x only.
-
-Ablation ``project: true`` projects every release onto its ball (post-processing: the plan and
-its record do not change; the paper's algorithms release unprojected).
-
-Privacy, derived from the releases (:mod:`dpminimax.privacy.release`): the phases of one
-algorithm compose in parallel (Lemma A.1), Algs. 4 and 5 sequentially (Lemma 2.1), so the event
-is Alg. 3's two-release one (:func:`~dpminimax.algorithms.minimax.output_perturbation.output_plan`);
-the C-SC variant spends the whole budget on x like Alg. 1. How the paper's sigma_k maps to these
-multipliers and the delta split: ``papers/byoa/NOTES.md``.
+Derivation and choices: papers/byoa/NOTES.md, section "Phases, sensitivities and mu of
+Algorithms 4 and 5"; privacy: section "Privacy of Algorithms 4 and 5 and Corollary 4.9".
 """
 
 from __future__ import annotations

@@ -2,43 +2,15 @@
 #39): DP Double-SPIDER (Alg. 2) and PrivateDiff (Zhang et al. 2025c, paper 004's baseline) on
 BYOA's games, with their non-private twins.
 
-Each step updates the maximized blocks first, then the minimized blocks at the new maximized
-iterate (Alg. 2 l. 3-13 with eta -> y, x -> x): each stage's gradient estimate v is an *anchor*
-(the per-example gradients clipped at C, default the problem's Lipschitz constant L) or a
-SPIDER *difference* added to the stage's last estimate (the same examples' gradients at the
-stage's current point and at the point of its last estimate, clipped per example at
-``min(c ||z_t - z_{t-1}||, 2 C)``, c default the problem's smoothness l: a per-example gradient
-difference is at most l ||z_t - z_{t-1}||, so on the feasible set no difference is clipped).
-Then ``y <- Pi(y + lr v_y)`` and ``x <- Pi(x - lr v_x)`` on the blocks' balls; the output is
-the average of the iterates (as DP-SGDA's). Defaults, fixed a priori (not tuned): b = 16 and
-16 epochs (T = n steps at n = 1024, as the baselines' theory schedules), period q = 4 and an
-anchor batch b_1 = q b (an anchor costs what the period's differences cost).
+``dp_double_spider_game`` (Alg. 2) updates the maximized blocks, then the minimized blocks at
+the new iterate, each from its own Poisson batch: an anchor every ``period`` steps, SPIDER
+differences in between; ``privatediff_game`` takes one batch per step, a fresh clipped gradient
+for the maximized blocks and a restarted SPIDER for the minimized ones. Every release is one
+block's clipped sum plus Gaussian noise, with sensitivity its clip bound (C for an anchor,
+``min(c ||z_t - z_{t-1}||, 2 C)`` for a difference); one noise multiplier is calibrated to
+(epsilon, delta) over the whole schedule. The output is the average of the iterates.
 
-Every release is one block's clipped sum plus Gaussian noise (sensitivity its clip bound),
-over the expected batch size qn. The schedule, the release tree, the difference shrink and the
-movement are :mod:`dpminimax.algorithms.spider`'s, shared with the DP-DRO programs; one noise
-multiplier is calibrated to (epsilon, delta) over the whole schedule (anchors and differences at
-their two Poisson rates) by the ``accountant`` (``rdp`` or ``pld``).
-
-* ``dp_double_spider_game`` (Alg. 2): each stage from its own Poisson batch; every ``period``
-  steps both stages anchor (rate ``anchor_batch_size / n``), in between they release
-  differences (rate ``batch_size / n``).
-* ``privatediff_game`` (PrivateDiff Minimax): one batch per step (rate ``batch_size / n``); the
-  maximized blocks a fresh clipped gradient each step, the minimized blocks a SPIDER restarted
-  every ``period`` steps (their default 2).
-
-``lr`` is a number or ``"constants"``: min(1 / l, (D / L) / max(sqrt(n), sqrt(d log(1 / delta))
-/ epsilon)), fixed a priori from the problem's constants (the step of DP-SGDA's and NSEG's
-theory schedules; no tuning).
-
-On a minimization problem only the second stage is left: on P-DRO (paper 004's Eq. (3) for a
-linear model, one block z = (w, eta)) the estimators update w and eta together, where the DP-DRO
-programs (:mod:`dpminimax.algorithms.dro`) step eta first.
-
-DP Recursive-SPIDER (Alg. 3) is not here: it estimates the inner function of the
-compositional objective Eq. (5), lam log E[e^{l / lam}], by a STORM average inside a logarithm;
-a game F(x, y) = E f(x, y; xi) has no such inner expectation, and Alg. 3 with the identity as
-the outer function is Alg. 2's x update alone (no maximized block), so it does not apply.
+Derivation and choices: papers/dpdro/NOTES.md, section "SPIDER estimators on BYOA's games".
 """
 
 from __future__ import annotations
