@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
+from hypothesis import settings
 
 from dpminimax.data import get_dataset_spec, registry, write_canonical_sample
 from dpminimax.data.checksum import file_digest
 from dpminimax.plugins import load_plugins
 
 load_plugins()  # $DPMINIMAX_PLUGINS: a paper's methods join the parametrized suites (METHODS)
+
+# The examples Hypothesis draws are a function of each test (derandomized), so a run cannot fail
+# on a draw nobody has seen; HYPOTHESIS_PROFILE=explore draws fresh ones (and keeps failures).
+settings.register_profile("reproducible", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 
 @pytest.fixture
