@@ -93,6 +93,7 @@ def _methods(args: argparse.Namespace) -> None:
     from dpminimax.algorithms import DIAGNOSTICS, METHODS
 
     _print([{"name": name, "label": cls.label, "paper": cls.paper,
+             "source": cls.source,
              "private": cls.private and name not in DIAGNOSTICS,
              "diagnostic": name in DIAGNOSTICS,
              "parameters": cls.parameters, "shared_parameters": list(cls.shared_parameters),

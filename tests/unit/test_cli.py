@@ -152,7 +152,7 @@ def test_methods_lists_every_registered_method(capsys):
     for name, cls in METHODS.items():
         assert listed[name]["private"] == cls.private and not listed[name]["diagnostic"]
         assert listed[name]["parameters"] == json.loads(json.dumps(cls.parameters))
-        assert listed[name]["paper"]
+        assert (listed[name]["paper"], listed[name]["source"]) == (cls.paper, cls.source)
         assert (listed[name]["task"], listed[name]["attacked"]) == (cls.task.name,
                                                                    cls.task.attacked)
 

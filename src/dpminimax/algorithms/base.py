@@ -111,8 +111,11 @@ class Method(ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
-    #: The paper it reproduces (a short id of papers/) or the work a baseline re-implements.
+    #: The paper it is built for: the id of its ``papers/<id>/`` folder (a baseline: the paper
+    #: whose experiments first run it).
     paper: ClassVar[str]
+    #: The algorithm as published: authors or paper number, year, algorithm or equation.
+    source: ClassVar[str]
     private: ClassVar[bool]
     parameters: ClassVar[dict[str, Any]]
     #: What the values of the parameters must be (:mod:`dpminimax.algorithms.params`), checked
@@ -287,7 +290,7 @@ def nonprivate_twin(private: type[M], class_name: str, *, name: str, label: str,
     twin = type(class_name, (private,), {
         "__doc__": doc, "__module__": private.__module__, "__qualname__": class_name,
         "name": name, "label": label, "private": False, "parameters": parameters,
-        "fixed": {**private.fixed, **fixed},
+        "source": f"{private.source}, without privacy", "fixed": {**private.fixed, **fixed},
         # without noise a kept clip norm may be inf (no clipping)
         "checks": {key: CLIP_OR_INF if check is CLIP else check
                    for key, check in private.checks.items() if key in parameters},
@@ -310,7 +313,7 @@ def noise_off_control(private: type[M]) -> type[M]:
         "__doc__": f"{private.label} planned at its epsilon, every release without noise.",
         "__module__": private.__module__, "__qualname__": class_name,
         "name": f"{private.name}_{NOISE_OFF}", "label": f"{private.label} (noise off)",
-        "control": NOISE_OFF,
+        "source": f"{private.source}, noise off", "control": NOISE_OFF,
     })
 
 

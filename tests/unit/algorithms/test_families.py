@@ -65,3 +65,18 @@ def test_no_family_imports_another(path):
     foreign = sorted(module for module in _imported(path)
                      if _family_of(module) not in (None, own))
     assert foreign == []
+
+
+def test_a_method_names_its_paper_folder_and_cites_its_source():
+    """``paper`` is the id of a ``papers/<id>/`` folder (issue #41: it was a paper id in 7
+    classes and a citation in 10), ``source`` the algorithm as published; a derived twin or
+    control cites its private method's source and says what it removed."""
+    from dpminimax.algorithms import CONTROLS, DIAGNOSTICS
+
+    papers = {path.name for path in (ROOT.parents[2] / "papers").iterdir() if path.is_dir()}
+    methods = {**METHODS, **DIAGNOSTICS, **CONTROLS}
+    assert {name: cls.paper for name, cls in methods.items() if cls.paper not in papers} == {}
+    assert {cls.paper for cls in METHODS.values()} == papers
+    assert all(cls.source.strip() for cls in methods.values())
+    assert METHODS["dp_sgd_nonprivate"].source == "Abadi et al. 2016, Alg. 1, without privacy"
+    assert CONTROLS["racodp_noise_off"].source == "paper 000 (RaCO-DP), Alg. 1, noise off"

@@ -461,7 +461,7 @@ def test_the_hyperparameter_tuning_family_ranks_the_bilevel_tuners_against_x0():
     assert list(ridge.sort_values("rank").index) == ["fixed_omega", "dp_grid", "trivial",
                                                      "ps_tuning", "dp_bilevel"]
     tuners = set(ridge.index) - {"trivial"}
-    assert len(tuners) >= 4 and len({get_method(m).paper for m in tuners}) >= 2
+    assert len(tuners) >= 4 and len({get_method(m).source for m in tuners}) >= 2
     assert ridge.loc["dp_grid", "value"] == pytest.approx(0.0011)
     assert ridge.loc["trivial", "value"] == pytest.approx(0.0015)
     assert ridge.loc["dp_grid", "beats_trivial"] and not ridge.loc["dp_bilevel", "beats_trivial"]

@@ -14,6 +14,7 @@ class ToySgd(DpSgd):
     name = "toy_sgd"
     label = "Toy SGD"
     paper = "toy"
+    source = "the toy paper, Alg. 1"
 
 
 def accuracy_bars(table, request):

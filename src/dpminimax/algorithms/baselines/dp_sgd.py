@@ -44,7 +44,8 @@ class DpSgd(Method):
 
     name: ClassVar[str] = "dp_sgd"
     label: ClassVar[str] = "DP-SGD"
-    paper: ClassVar[str] = "Abadi et al. 2016, Alg. 1 (baseline)"
+    paper: ClassVar[str] = "baselines"
+    source: ClassVar[str] = "Abadi et al. 2016, Alg. 1"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "lr": 1.0,

@@ -122,6 +122,7 @@ class DpBilevel(Method):
     name: ClassVar[str] = "dp_bilevel"
     label: ClassVar[str] = "DP bilevel, Alg. 1 with output-perturbation inner solver (A1-OP)"
     paper: ClassVar[str] = "bilevel"
+    source: ClassVar[str] = "paper 002 (DP bilevel), Algs. 1-4 and their references"
     private: ClassVar[bool] = True
     task = BILEVEL_OPTIMIZATION
     uses_sensitive_attribute: ClassVar[bool] = False

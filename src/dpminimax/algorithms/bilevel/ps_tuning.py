@@ -67,7 +67,8 @@ class PsTuning(DpGrid):
 
     name: ClassVar[str] = "ps_tuning"
     label: ClassVar[str] = "Papernot-Steinke: geometric # of trials, OP fit + noisy loss, best"
-    paper: ClassVar[str] = "Papernot & Steinke 2022"
+    paper: ClassVar[str] = "bilevel"
+    source: ClassVar[str] = "Papernot & Steinke 2022"
     parameters: ClassVar[dict[str, Any]] = {**DpGrid.parameters, "trials_mean": 10}
     checks: ClassVar[dict[str, Any]] = {**DpGrid.checks, "trials_mean": COUNT,
                                         "accountant": one_of("rdp")}

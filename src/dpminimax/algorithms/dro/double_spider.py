@@ -182,7 +182,8 @@ class DpSgdaDro(DualSpiderMethod):
 
     name: ClassVar[str] = "dp_sgda_dro"
     label: ClassVar[str] = "DP-SGDA"
-    paper: ClassVar[str] = "Yang et al. 2022 (paper 004's DP-SGDA baseline)"
+    paper: ClassVar[str] = "dpdro"
+    source: ClassVar[str] = "Yang et al. 2022 (DP-SGDA; paper 004's baseline)"
     sequential = False
 
 
@@ -191,7 +192,8 @@ class PrivateDiffDro(DualSpiderMethod):
 
     name: ClassVar[str] = "privatediff_dro"
     label: ClassVar[str] = "PrivateDiff"
-    paper: ClassVar[str] = "Zhang et al. 2025c (paper 004's PrivateDiff baseline)"
+    paper: ClassVar[str] = "dpdro"
+    source: ClassVar[str] = "Zhang et al. 2025c (PrivateDiff Minimax; paper 004's baseline)"
     primal_spider = True
     parameters: ClassVar[dict[str, Any]] = {**DualSpiderMethod.parameters, "period": 2}
 

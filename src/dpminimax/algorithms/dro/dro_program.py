@@ -74,6 +74,7 @@ class ScheduledDroMethod(Method):
     schedule's release tree."""
 
     paper: ClassVar[str] = "dpdro"
+    source: ClassVar[str] = "paper 004 (DP-DRO), Algs. 2 and 3"
     private: ClassVar[bool] = True
     task = DRO_CLASSIFICATION
     uses_sensitive_attribute: ClassVar[bool] = False

@@ -223,7 +223,7 @@ Scdro = nonprivate_twin(
     DpRecursiveSpider, "Scdro", name="scdro", label="SCDRO (non-private)",
     doc="SCDRO (Qi et al. 2022, SCCMA): Eq. (5) with moving averages, no clipping or noise.",
     fixed={"clip": math.inf, "weight_cap": math.inf, "estimator": "momentum"})
-Scdro.paper = "Qi et al. 2022 (paper 004's non-private SCDRO row)"
+Scdro.source = "Qi et al. 2022 (SCDRO; paper 004's non-private row)"
 NonPrivateRecursiveSpider = nonprivate_twin(
     DpRecursiveSpider, "NonPrivateRecursiveSpider", name="dp_recursive_spider_nonprivate",
     label="Recursive-SPIDER (non-private)",

@@ -159,6 +159,7 @@ class DpFermi(Method):
     name: ClassVar[str] = "dpfermi"
     label: ClassVar[str] = "DP-FERMI"
     paper: ClassVar[str] = "dpfermi"
+    source: ClassVar[str] = "paper 001 (DP-FERMI), Alg. 1"
     private: ClassVar[bool] = True
     shadowable: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {

@@ -192,7 +192,8 @@ class Jagielski2019(Method):
 
     name: ClassVar[str] = "jagielski2019"
     label: ClassVar[str] = "Jagielski et al. 2019 (re-impl.)"
-    paper: ClassVar[str] = "Jagielski et al. 2019 (dpfermi baseline)"
+    paper: ClassVar[str] = "dpfermi"
+    source: ClassVar[str] = "Jagielski et al. 2019 (DP-FERMI's baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "tolerance": 0.05,

@@ -124,6 +124,7 @@ class RacoDp(Method):
     name: ClassVar[str] = "racodp"
     label: ClassVar[str] = "RaCO-DP"
     paper: ClassVar[str] = "racodp"
+    source: ClassVar[str] = "paper 000 (RaCO-DP), Alg. 1"
     private: ClassVar[bool] = True
     shadowable: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {

@@ -113,7 +113,8 @@ class Tran2021a(Method):
 
     name: ClassVar[str] = "tran2021a"
     label: ClassVar[str] = "Tran et al. 2021a (re-impl.)"
-    paper: ClassVar[str] = "Tran et al. 2021a (dpfermi baseline)"
+    paper: ClassVar[str] = "dpfermi"
+    source: ClassVar[str] = "Tran et al. 2021a (DP-FERMI's baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "gamma": 1.0,

@@ -130,7 +130,8 @@ class Tran2021b(Method):
 
     name: ClassVar[str] = "tran2021b"
     label: ClassVar[str] = "Tran et al. 2021b PF-LD (re-impl.)"
-    paper: ClassVar[str] = "Tran et al. 2021b (dpfermi baseline)"
+    paper: ClassVar[str] = "dpfermi"
+    source: ClassVar[str] = "Tran et al. 2021b (DP-FERMI's baseline)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         "alpha": 0.02,

@@ -41,7 +41,8 @@ class Nseg(DpSgda):
 
     name: ClassVar[str] = "nseg"
     label: ClassVar[str] = "NSEG"
-    paper: ClassVar[str] = "Boob & Guzmán 2021, Alg. 1 (byoa baseline B7)"
+    paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "Boob & Guzmán 2021, Alg. 1 (BYOA baseline B7)"
     parameters: ClassVar[dict[str, Any]] = {**DpSgda.parameters, "problem": "g2_bilinear_game"}
     checks: ClassVar[dict[str, Check]] = {**DpSgda.checks, "schedule": one_of("manual", THEORY)}
     batches_per_step: ClassVar[int] = 2

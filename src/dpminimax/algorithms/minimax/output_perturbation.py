@@ -70,6 +70,7 @@ class OutputPerturbation(ProblemMethod):
     name: ClassVar[str] = "output_perturbation"
     label: ClassVar[str] = "Output perturbation (BYOA Alg. 1 / 3)"
     paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "paper 003 (BYOA), Algs. 1 and 3"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS, "sigma": "paper",
                                             "accountant": "pld", **SOLVER_PARAMETERS,

@@ -85,6 +85,7 @@ class PhasedGameMethod(ProblemMethod):
     :meth:`sides`."""
 
     paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "paper 003 (BYOA), Algs. 4 and 5"
     private: ClassVar[bool] = True
     checks: ClassVar[dict[str, Check]] = {**PROBLEM_CHECKS,
                                           "sigma": one_of("paper", "calibrated"),

@@ -67,6 +67,7 @@ class PhasedOutputPerturbation(ProblemMethod):
     name: ClassVar[str] = "phased_output_perturbation"
     label: ClassVar[str] = "Phased output perturbation (BYOA Alg. 2)"
     paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "paper 003 (BYOA), Alg. 2"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS,
                                             "problem": "p1_convex_least_squares",

@@ -54,7 +54,8 @@ class PhasedSgd(ProblemMethod):
 
     name: ClassVar[str] = "phased_sgd"
     label: ClassVar[str] = "Phased SGD (Feldman et al. 2020, Alg. 2)"
-    paper: ClassVar[str] = "Feldman, Koren, Talwar 2020, Alg. 2 (byoa baseline B3)"
+    paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "Feldman, Koren, Talwar 2020, Alg. 2 (BYOA baseline B3)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {**PROBLEM_PARAMETERS,
                                             "problem": "p1_convex_least_squares",

@@ -77,7 +77,8 @@ class DpSgda(ProblemMethod):
 
     name: ClassVar[str] = "dp_sgda"
     label: ClassVar[str] = "DP-SGDA"
-    paper: ClassVar[str] = "Yang et al. 2022, Alg. 1 (baseline of byoa and dpdro)"
+    paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "Yang et al. 2022, Alg. 1 (DP-SGDA; a baseline of BYOA and DP-DRO)"
     private: ClassVar[bool] = True
     parameters: ClassVar[dict[str, Any]] = {
         **PROBLEM_PARAMETERS,
@@ -254,7 +255,8 @@ class DpSgdBassily(DpSgda):
 
     name: ClassVar[str] = "dp_sgd_bassily2019"
     label: ClassVar[str] = "DP-SGD (Bassily et al. 2019)"
-    paper: ClassVar[str] = "Bassily et al. 2019, Alg. 1 and Thm. 3.2 (byoa baseline B2)"
+    paper: ClassVar[str] = "byoa"
+    source: ClassVar[str] = "Bassily et al. 2019, Alg. 1 and Thm. 3.2 (BYOA baseline B2)"
     parameters: ClassVar[dict[str, Any]] = {**DpSgda.parameters,
                                             "problem": "p1_convex_least_squares",
                                             "schedule": "bassily2019"}

@@ -266,6 +266,7 @@ class DpDoubleSpiderGame(SpiderGame):
     name: ClassVar[str] = "dp_double_spider_game"
     label: ClassVar[str] = "DP Double-SPIDER (games)"
     paper: ClassVar[str] = "dpdro"
+    source: ClassVar[str] = "paper 004 (DP-DRO), Alg. 2 on BYOA's games"
 
 
 class PrivateDiffGame(SpiderGame):
@@ -273,7 +274,8 @@ class PrivateDiffGame(SpiderGame):
 
     name: ClassVar[str] = "privatediff_game"
     label: ClassVar[str] = "PrivateDiff (games)"
-    paper: ClassVar[str] = "Zhang et al. 2025c (paper 004's PrivateDiff baseline)"
+    paper: ClassVar[str] = "dpdro"
+    source: ClassVar[str] = "Zhang et al. 2025c (PrivateDiff Minimax; paper 004's baseline)"
     separate_batches = False
     max_spider = False
     parameters: ClassVar[dict[str, Any]] = {**SpiderGame.parameters, "period": 2}
