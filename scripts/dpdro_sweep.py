@@ -30,7 +30,7 @@ import yaml
 from dpminimax.api.model_io import load_model
 from dpminimax.data import load_prepared
 from dpminimax.metrics.imbalanced import CurveRecorder, reference_objectives
-from dpminimax.report.dro import table3_accuracy, table3_objective
+from dpminimax.report.dro.tables import table3_accuracy, table3_objective
 
 CPU = torch.device("cpu")
 

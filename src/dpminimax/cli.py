@@ -487,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace) -> None:
     """Leaderboards of ``--family`` over the runs tables (:func:`.leaderboard.compare`)."""
-    from dpminimax.report.leaderboard import compare
+    from dpminimax.report.compare.leaderboard import compare
 
     _print(compare(args.runs, args.family, args.out, metric=args.metric, delta=args.delta,
                    accountant=args.accountant, experiments=args.experiments,
@@ -496,7 +496,7 @@ def _compare(args: argparse.Namespace) -> None:
 
 
 def _scorecard(args: argparse.Namespace) -> None:
-    from dpminimax.report.scorecard import sync_readmes
+    from dpminimax.report.claims.scorecard import sync_readmes
 
     stale = [str(path) for path in sync_readmes(args.root, check=args.check)]
     _print({"stale" if args.check else "updated": stale})

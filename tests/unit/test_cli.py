@@ -245,7 +245,7 @@ def test_audit_prints_the_one_run_audit(capsys, tmp_path):
 def test_compare_offers_every_leaderboard_family():
     """The CLI lists the families by hand (it imports no report module to start): the list is
     the leaderboard's."""
-    from dpminimax.report.leaderboard import FAMILIES
+    from dpminimax.report.compare.leaderboard import FAMILIES
 
     commands = next(a for a in build_parser()._actions if a.dest == "command")
     family = next(a for a in commands.choices["compare"]._actions if a.dest == "family")

@@ -105,7 +105,7 @@ def test_the_workflow_checks_config_and_papers_with_check_schema():
 
 
 def test_the_compare_block_knows_every_family_of_the_leaderboards():
-    from dpminimax.report.leaderboard import FAMILIES
+    from dpminimax.report.compare.leaderboard import FAMILIES
 
     schema = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
     families = schema["properties"]["compare"]["properties"]["families"]

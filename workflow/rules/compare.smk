@@ -1,4 +1,4 @@
-# Leaderboards across papers (issue 39; dpminimax.report.leaderboard): per problem family of the
+# Leaderboards across papers (issue 39; dpminimax.report.compare.leaderboard): per problem family of the
 # config's ``compare:`` block, the runs tables of its papers and experiments that this run
 # selects -> {RESULTS}/compare/<family>/ (leaderboard, generated summary, utility-vs-epsilon
 # figure, and the Pareto figure of a constrained family). A dataset override's leaderboards go

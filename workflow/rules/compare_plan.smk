@@ -1,7 +1,7 @@
 # What the compare rules (compare.smk) read and write: the families of the config's ``compare:``
 # block, their selected experiments, runs tables and targets (functions only: Snakemake's lint
 # keeps rules and functions in separate files).
-from dpminimax.report.leaderboard import FAMILIES
+from dpminimax.report.compare.leaderboard import FAMILIES
 
 
 def compared_experiments(family):

@@ -1,5 +1,5 @@
-"""Snakemake adapter: rule compare -> dpminimax.report.leaderboard.compare, rule
-compare_pareto -> dpminimax.report.leaderboard.compare_pareto."""
+"""Snakemake adapter: rule compare -> dpminimax.report.compare.leaderboard.compare, rule
+compare_pareto -> dpminimax.report.compare.leaderboard.compare_pareto."""
 
 from dpminimax.jobserver import hand_over
 
@@ -8,7 +8,7 @@ hand_over(snakemake.threads)  # in a fork of the workflow's warm job server (dpm
 from pathlib import Path  # noqa: E402
 
 from dpminimax import api  # noqa: E402
-from dpminimax.report.leaderboard import compare, compare_pareto  # noqa: E402
+from dpminimax.report.compare.leaderboard import compare, compare_pareto  # noqa: E402
 
 with api.log_to(snakemake.log[0]):
     settings = snakemake.params.settings

@@ -85,7 +85,7 @@ def audit(settings: Mapping[str, Any], data_dir: str | Path, csv_out: str | Path
     measured power, reported in the table only."""
     from dpminimax.attacks.bugs import GROSS_BUGS
     from dpminimax.attacks.canaries import audit_table
-    from dpminimax.report.audit import draw_audit
+    from dpminimax.report.attacks.audit import draw_audit
 
     data = load_prepared(data_dir)
     table = pd.DataFrame(audit_table(settings, data, default_device()))
@@ -116,7 +116,7 @@ def leak(settings: Mapping[str, Any], csv_out: str | Path, figure_out: Sequence[
     as one table and one figure (a row of panels per setting), and the values its claims read, per
     setting (``{"claims": {id_d<d>_n<n>: value}}``, like a paper benchmark's)."""
     from dpminimax.attacks.bilevel_leak import leak_settings, leak_study
-    from dpminimax.report.bilevel_leak import draw_leak, leak_claims
+    from dpminimax.report.bilevel.bilevel_leak import draw_leak, leak_claims
 
     table = pd.DataFrame(leak_study(settings))
     with atomic_path(csv_out) as tmp:

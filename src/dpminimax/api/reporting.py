@@ -41,13 +41,13 @@ def make_figure(
     """Draw figure ``figure`` (a key of :data:`dpminimax.report.registry.FIGURES`) from the runs
     table; ``reported`` is a CSV of the numbers a paper plotted, overlaid on trade-off figures
     and labelled "reported"."""
+    from dpminimax.report.claims.reference import load_reported
     from dpminimax.report.figures import (
         save_figure,
         stamp_seeds,
         stamp_standin,
         standin_datasets,
     )
-    from dpminimax.report.reference import load_reported
     from dpminimax.report.registry import FigureRequest, get_drawer
 
     draw = get_drawer(figure)
@@ -85,20 +85,24 @@ def make_claims_table(claims_path: str | Path, runs_path: str | Path, csv_out: s
                       reported: str | Path | None = None) -> pd.DataFrame:
     """The paper-says / we-measure table of ``claims.yaml`` against the runs table (CSV, and
     Markdown with the paper's scorecard on top), each claim decided by its 95% interval and
-    beside its trivial baseline (:mod:`dpminimax.report.claims`). Values no runs column holds
+    beside its trivial baseline (:mod:`dpminimax.report.claims.claims`). Values no runs column holds
     are computed here: DP-FERMI's performance gains and the trade-off curves' dominance
     (``{value, low, high}`` with a bootstrap over seeds; ``reported``: the CSV of the numbers
     the paper plotted, the baselines of some dominance claims), dataset facts from the prepared
     data's ``data_meta_paths`` (``meta.json``), the bilevel schedule pilot's freeze;
     ``measured_paths`` are JSON files with a ``claims`` dict (benchmarks) and ``measured`` adds
     any other values, by claim id (a float, or ``{value, low, high}``)."""
-    from dpminimax.report.claims import claims_table, write_claims_table
-    from dpminimax.report.collapse import alpha_pred_experiments, with_alpha_pred
+    from dpminimax.report.bilevel.collapse import alpha_pred_experiments, with_alpha_pred
+    from dpminimax.report.bilevel.pilot import measured_freezes
+    from dpminimax.report.claims.claims import claims_table, write_claims_table
+    from dpminimax.report.claims.reference import load_claims, load_reported
+    from dpminimax.report.compare.dominance import measured_dominance
+    from dpminimax.report.compare.gain import (
+        gain_experiments,
+        measured_crossed_gains,
+        measured_gains,
+    )
     from dpminimax.report.dataset_facts import measured_facts, read_dataset_facts
-    from dpminimax.report.dominance import measured_dominance
-    from dpminimax.report.gain import gain_experiments, measured_crossed_gains, measured_gains
-    from dpminimax.report.pilot import measured_freezes
-    from dpminimax.report.reference import load_claims, load_reported
 
     runs = pd.read_parquet(runs_path)
     from_files = {k: v for path in measured_paths
@@ -185,7 +189,7 @@ def make_lira_report(metric_paths: Sequence[str | Path], roc_paths: Sequence[str
     (the thresholds are set on the same rows: evidence, not a proof); a noise-off control's is
     the attack seeing the leak, as it should, and a control no attack flags on the planted
     canaries is a warning (the attack lacks power)."""
-    from dpminimax.report.lira import draw_lira, lira_summary
+    from dpminimax.report.attacks.lira import draw_lira, lira_summary
 
     metrics = pd.concat([pd.read_parquet(path) for path in metric_paths], ignore_index=True)
     roc = pd.concat([pd.read_parquet(path) for path in roc_paths], ignore_index=True)

@@ -45,7 +45,7 @@ from dpminimax.kernels.gather import RowGatherer
 from dpminimax.models.batched import BatchedLogisticRegression
 from dpminimax.privacy.release import BatchedRelease, Release
 from dpminimax.provenance import code_fingerprint
-from dpminimax.report.reference import load_claims
+from dpminimax.report.claims.reference import load_claims
 from dpminimax.tuning.protocol import (
     TuningSpec,
     cell_grid,

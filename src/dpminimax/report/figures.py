@@ -29,6 +29,7 @@ from dpminimax.atomic import atomic_path
 from dpminimax.data.standin import STANDIN_NOTE
 from dpminimax.metrics.dp_ceiling import dp_advantage_ceiling, dp_auc_ceiling, dp_tpr_ceiling
 from dpminimax.report.aggregate import ResultsTableError, epsilon_label, summarize
+from dpminimax.report.claims.trivial import draw_trivial_level, has_trivial, trivial_label
 from dpminimax.report.style import (
     BAND_ALPHA,
     CEILING_COLOUR,
@@ -39,7 +40,6 @@ from dpminimax.report.style import (
     paper_style,
     series_styles,
 )
-from dpminimax.report.trivial import draw_trivial_level, has_trivial, trivial_label
 from dpminimax.trivial import column
 
 EPSILON_AXIS_LABEL = "Privacy budget ε"

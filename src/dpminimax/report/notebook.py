@@ -57,8 +57,8 @@ def draw(runs: pd.DataFrame, figure: str, *, experiment: str | None = None,
     """Figure ``figure`` (a key of :data:`.registry.FIGURES`) of one experiment's runs, as the
     workflow draws it (:func:`dpminimax.api.make_figure`) but returned, not written; figures
     drawn from stand-in data are stamped."""
+    from dpminimax.report.claims.reference import load_reported
     from dpminimax.report.figures import stamp_standin, standin_datasets
-    from dpminimax.report.reference import load_reported
     from dpminimax.report.registry import FigureRequest, get_drawer
 
     drawer = get_drawer(figure)

@@ -15,24 +15,24 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpminimax.report.accuracy_audit import accuracy_audit_table, markov_ratio_table
 from dpminimax.report.aggregate import series_table
-from dpminimax.report.clip_sweep import plot_clip_sweep
-from dpminimax.report.collapse import collapse_table, plot_collapse
-from dpminimax.report.constraint_value import value_column, with_constraint_values
-from dpminimax.report.dro import draw_curves, table2_mia, table3_accuracy, table3_objective
-from dpminimax.report.dual_update import plot_dual_update
+from dpminimax.report.bilevel.collapse import collapse_table, plot_collapse
+from dpminimax.report.bilevel.output_rule import output_rule_table
+from dpminimax.report.bilevel.pilot import pilot_table, plot_pilot
+from dpminimax.report.bilevel.tuning import plot_tuning, tuning_table
+from dpminimax.report.compare.pareto import dominance_table, plot_pareto
+from dpminimax.report.dro.tables import draw_curves, table2_mia, table3_accuracy, table3_objective
+from dpminimax.report.fair.clip_sweep import plot_clip_sweep
+from dpminimax.report.fair.constraint_value import value_column, with_constraint_values
+from dpminimax.report.fair.dual_update import plot_dual_update
+from dpminimax.report.fair.low_budget import plot_low_budget
+from dpminimax.report.fair.satisfaction import plot_constraint_satisfaction
+from dpminimax.report.fair.tradeoff import plot_tradeoff
 from dpminimax.report.figures import plot_attack_vs_epsilon, plot_metric_vs_epsilon
-from dpminimax.report.low_budget import plot_low_budget
-from dpminimax.report.output_rule import output_rule_table
-from dpminimax.report.pareto import dominance_table, plot_pareto
-from dpminimax.report.pilot import pilot_table, plot_pilot
-from dpminimax.report.projection import projection_ablation_table
-from dpminimax.report.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
-from dpminimax.report.rates import plot_rate, slopes_table
-from dpminimax.report.satisfaction import plot_constraint_satisfaction
-from dpminimax.report.tradeoff import plot_tradeoff
-from dpminimax.report.tuning import plot_tuning, tuning_table
+from dpminimax.report.minimax.accuracy_audit import accuracy_audit_table, markov_ratio_table
+from dpminimax.report.minimax.projection import projection_ablation_table
+from dpminimax.report.minimax.rate_maps import plot_ratio_heatmap, plot_utility_vs_cost
+from dpminimax.report.minimax.rates import plot_rate, slopes_table
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ from dpminimax.attacks.bilevel_leak import (
     neighbours,
     outputs,
 )
-from dpminimax.report.bilevel_leak import LEAK_CLAIMS, leak_claims
-from dpminimax.report.claim_rules import HOLDS
-from dpminimax.report.claims import claims_table
-from dpminimax.report.reference import load_claims
+from dpminimax.report.bilevel.bilevel_leak import LEAK_CLAIMS, leak_claims
+from dpminimax.report.claims.claim_rules import HOLDS
+from dpminimax.report.claims.claims import claims_table
+from dpminimax.report.claims.reference import load_claims
 
 EPSILONS = (0.5, 4.0)
 PARAMS = {"outer_steps": 100, "eta": 0.5, "lam": 10.0}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dpminimax.report.claims.reference import load_claims
 from dpminimax.report.dataset_facts import dataset_facts, measured_facts, read_dataset_facts
-from dpminimax.report.reference import load_claims
 
 ROOT = Path(__file__).resolve().parents[3]
 

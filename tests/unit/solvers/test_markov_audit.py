@@ -16,7 +16,7 @@ from dpminimax.algorithms import get_method
 from dpminimax.algorithms.base import RunSpec
 from dpminimax.algorithms.minimax.output_perturbation import output_target
 from dpminimax.problems import get_problem
-from dpminimax.report.accuracy_audit import markov_ratio_table
+from dpminimax.report.minimax.accuracy_audit import markov_ratio_table
 from dpminimax.seeding import make_generator
 from dpminimax.solvers import AUDIT_LEVELS, SOLVERS, Solver, solve_runs
 from dpminimax.solvers.base import distance_potential

@@ -17,10 +17,15 @@ from dpminimax.algorithms.bilevel.dp_bilevel import C_LAM, C_T, DpBilevel
 from dpminimax.api.reporting import make_claims_table, make_figure
 from dpminimax.experiments import expand_jobs, load_experiments
 from dpminimax.problems import get_bilevel_problem
-from dpminimax.report.claim_rules import FAILS, HOLDS, NOT_RUN
-from dpminimax.report.claims import claims_table
-from dpminimax.report.pilot import measured_freezes, multiplier_gap, pilot_choice, pilot_table
-from dpminimax.report.reference import load_claims
+from dpminimax.report.bilevel.pilot import (
+    measured_freezes,
+    multiplier_gap,
+    pilot_choice,
+    pilot_table,
+)
+from dpminimax.report.claims.claim_rules import FAILS, HOLDS, NOT_RUN
+from dpminimax.report.claims.claims import claims_table
+from dpminimax.report.claims.reference import load_claims
 from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 from dpminimax.seeding import make_generator
 

@@ -23,7 +23,7 @@ from dpminimax.algorithms.bilevel.bilevel_alpha_pred import (
 )
 from dpminimax.algorithms.bilevel.dp_bilevel import DpBilevel, zcdp_budget
 from dpminimax.problems.linear_response import LinearResponseBilevel
-from dpminimax.report.collapse import collapse_table, with_alpha_pred
+from dpminimax.report.bilevel.collapse import collapse_table, with_alpha_pred
 from dpminimax.report.registry import FIGURES, TABLES, FigureRequest
 from dpminimax.seeding import make_generator
 

@@ -417,7 +417,7 @@ def test_dp_grid_fits_are_released_at_the_product_grids_moduli():
 def test_tuning_table_and_figure_split_by_k():
     """The tuning report takes P-B's rows (no omega_out column): its table and panels are by
     K and n where the runs have several K."""
-    from dpminimax.report.tuning import plot_tuning, tuning_table
+    from dpminimax.report.bilevel.tuning import plot_tuning, tuning_table
 
     rows = []
     for k in (2, 8):

@@ -22,8 +22,8 @@ from dpminimax.algorithms.minimax.utility_bounds import (
     phased_output_perturbation_bounds,
 )
 from dpminimax.problems import Block, Constants
-from dpminimax.report.claims import measure_from_runs
-from dpminimax.report.rates import plot_rate, slopes_table
+from dpminimax.report.claims.claims import measure_from_runs
+from dpminimax.report.minimax.rates import plot_rate, slopes_table
 
 
 def _stub(moduli: dict[str, float], dims: dict[str, int], lipschitz=1.0, smooth=1.0,

@@ -1,0 +1,1 @@
+"""The membership-inference reports: LiRA and the release audit."""

@@ -1,0 +1,1 @@
+"""The cross-paper comparison: leaderboards, dominance, performance gain and Pareto fronts."""

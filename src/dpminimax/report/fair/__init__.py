@@ -1,0 +1,2 @@
+"""The figures of the fair-learning papers (RaCO-DP, DP-FERMI): trade-offs, constraint satisfaction
+and their ablations."""

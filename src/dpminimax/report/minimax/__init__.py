@@ -1,0 +1,1 @@
+"""The tables and figures of BYOA's rate studies: slopes, measured / bound maps and its audits."""
