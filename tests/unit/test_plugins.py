@@ -51,6 +51,7 @@ def house(monkeypatch, tmp_path):
     saved = [(registry, dict(registry)) for registry in
              (METHODS, CONTROLS, FAMILIES, PROBLEMS, BILEVEL_PROBLEMS, FIGURES, TABLES)]
     monkeypatch.setattr(plugins, "_LOADED", {})
+    monkeypatch.setattr(plugins, "_ENTRY_POINTS_READ", [])
     path = tmp_path / "toy" / "plugin.py"
     path.parent.mkdir()
     path.write_text(PLUGIN)
@@ -110,3 +111,24 @@ def test_no_plugin_registers_nothing(monkeypatch):
     monkeypatch.delenv(plugins.ENV_VAR, raising=False)
     before = dict(METHODS)
     assert plugins.load_plugins() == () and METHODS == before
+
+
+def test_an_entry_point_registers_once_per_process(house, monkeypatch):
+    """An installed package's ``dpminimax.papers`` entry point is registered like a file; the
+    entry points are read once per process."""
+    registered, scans = [], []
+
+    class Entry:
+        name = "toy_package"
+
+        def load(self):
+            return lambda house: registered.append(house.source)
+
+    def entry_points(group):
+        scans.append(group)
+        return [Entry()]
+
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", entry_points)
+    monkeypatch.delenv(plugins.ENV_VAR)
+    assert plugins.load_plugins() == plugins.load_plugins() == ("entry point toy_package",)
+    assert registered == ["entry point toy_package"] and scans == [plugins.ENTRY_POINT_GROUP]
