@@ -70,19 +70,19 @@ class House:
 
     def figure(self, name: str, drawer: Callable[..., Any]) -> None:
         """Figure kind ``name``: ``drawer(table, request)`` (:mod:`dpminimax.report.registry`)."""
-        from dpminimax.report.registry import FIGURES, TABLES
-
-        if name in FIGURES or name in TABLES:
-            raise self._refuse("figure", name)
-        FIGURES[name] = drawer
+        self._report_kind("figure", name, drawer)
 
     def table(self, name: str, make: Callable[..., Any]) -> None:
         """Table kind ``name``: ``make(table)`` returns the table (a frame)."""
+        self._report_kind("table", name, make)
+
+    def _report_kind(self, kind: str, name: str, make: Callable[..., Any]) -> None:
+        """A figure or table kind: one namespace, as an experiment's lists are checked."""
         from dpminimax.report.registry import FIGURES, TABLES
 
         if name in FIGURES or name in TABLES:
-            raise self._refuse("table", name)
-        TABLES[name] = make
+            raise self._refuse(kind, name)
+        (FIGURES if kind == "figure" else TABLES)[name] = make
 
 
 def _register(source: str, register: Any) -> None:

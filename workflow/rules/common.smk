@@ -15,7 +15,7 @@ from dpminimax.experiments import (
     selected_papers,
 )
 from dpminimax.algorithms import CONTROLS, METHODS
-from dpminimax.plugins import ENV_VAR as PLUGINS_ENV, load_plugins
+from dpminimax.plugins import ENV_VAR as PLUGINS_ENV, load_plugins, plugin_paths
 from dpminimax.attacks.shadows import lira_epsilons as shadow_lira_epsilons
 from dpminimax.feasibility import check_jobs, prepared_train_size
 from dpminimax.problems import BILEVEL_PROBLEMS, PROBLEMS
@@ -52,19 +52,22 @@ SELECTED = {} if config.get("experiments") in (None, "all") else config["experim
 # adds; dpminimax.plugins), named in $DPMINIMAX_PLUGINS for this process and every job it starts,
 # and registered before any name is checked or the training code fingerprinted.
 PAPER_FOLDER = lambda paper: Path(workflow.basedir) / "papers" / paper
-PLUGIN_FILES = [str(PAPER_FOLDER(paper) / "plugin.py")
-                for paper in selected_papers(config["papers"], SELECTED)
-                if (PAPER_FOLDER(paper) / "plugin.py").is_file()]
+
+
+def selected_paper_files(name):
+    """The file ``name`` of each selected paper's folder that has one."""
+    return [str(PAPER_FOLDER(paper) / name)
+            for paper in selected_papers(config["papers"], SELECTED)
+            if (PAPER_FOLDER(paper) / name).is_file()]
+
+
 os.environ[PLUGINS_ENV] = os.pathsep.join(
-    dict.fromkeys([*filter(None, os.environ.get(PLUGINS_ENV, "").split(os.pathsep)),
-                   *PLUGIN_FILES]))
+    dict.fromkeys([*map(str, plugin_paths()), *selected_paper_files("plugin.py")]))
 load_plugins()
 # A paper's own stages: its rules.smk, included by the Snakefile; the outputs it appends to
 # PAPER_TARGETS are built by the default target.
 PAPER_TARGETS = []
-PAPER_RULES = [str(PAPER_FOLDER(paper) / "rules.smk")
-               for paper in selected_papers(config["papers"], SELECTED)
-               if (PAPER_FOLDER(paper) / "rules.smk").is_file()]
+PAPER_RULES = selected_paper_files("rules.smk")
 # Used only with --software-deployment-method conda (path relative to the rule files).
 CONDA_ENV = f"../../envs/{config.get('software_env', 'cpu')}.yaml"
 # Per dataset: the shared data code + atomic.py + the dataset's own module / YAML declaration.
