@@ -49,6 +49,7 @@ TABULAR_MODEL = "logistic_regression"
 def needs_sensitive(method: str) -> bool:
     """Whether ``method`` uses the sensitive attribute in training (all but DP-SGD and its
     non-private twin, which only evaluate fairness when ``s`` is given)."""
+    load_plugins()
     return get_method(method).uses_sensitive_attribute
 
 

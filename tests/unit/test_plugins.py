@@ -132,3 +132,10 @@ def test_an_entry_point_registers_once_per_process(house, monkeypatch):
     monkeypatch.delenv(plugins.ENV_VAR)
     assert plugins.load_plugins() == plugins.load_plugins() == ("entry point toy_package",)
     assert registered == ["entry point toy_package"] and scans == [plugins.ENTRY_POINT_GROUP]
+
+
+def test_the_estimator_finds_a_plugin_method_by_name_alone(house):
+    """The estimator's front door loads the plugins before it looks the name up."""
+    from dpminimax.estimator import needs_sensitive
+
+    assert needs_sensitive("plugged_sgd") is False
